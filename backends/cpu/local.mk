@@ -1,0 +1,1 @@
+# The cpu backend plugin (kiln-cpu.so): the reference backend.

@@ -1,0 +1,1 @@
+# cuda-common: shared by the CUDA plugins

@@ -1,0 +1,2 @@
+# GGUF reader, writer, dequantization and quantization.
+kiln_gguf_sources =

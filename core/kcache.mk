@@ -1,0 +1,2 @@
+# The kernel-cache service.
+kiln_kcache_sources =

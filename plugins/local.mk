@@ -1,0 +1,1 @@
+# plugin SDK and the hello example

@@ -1,0 +1,58 @@
+/* Helpers shared by kiln's cmocka suites. Include after <cmocka.h>'s
+ * prerequisites (stdarg.h, stddef.h, setjmp.h, stdint.h). */
+#ifndef KILN_TESTUTIL_H
+#define KILN_TESTUTIL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "kiln/status.h"
+
+/* $KILN_MODELS_DIR (set by `make check`), or NULL. */
+const char *kt_models_dir(void);
+
+/* Path of model `name` in the models folder, malloc'd; NULL (and a line on
+ * stderr saying why) when the folder or file is missing, so the caller can
+ * skip(). */
+char *kt_model_path(const char *name);
+
+/* $KILN_TOKENIZERS_DIR/<name>, malloc'd, or NULL as above. */
+char *kt_tokenizer_path(const char *name);
+
+/* True when KILN_REQUIRE_GPU=1: GPU tests then fail instead of skipping. */
+bool kt_require_gpu(void);
+
+/* A fresh empty folder under $TMPDIR (or /tmp), malloc'd path. */
+char *kt_mkdtemp(const char *tag);
+
+/* Removes a folder tree made by kt_mkdtemp (best effort). */
+void kt_rm_rf(const char *path);
+
+/* Writes size bytes to path (truncating); false on error. */
+bool kt_write_file(const char *path, const void *data, size_t size);
+
+/* Fails the current cmocka test with st's message if st is not NULL. */
+#define KT_ASSERT_OK(expr)                                                    \
+  do {                                                                        \
+    kiln_status kt_st_ = (expr);                                              \
+    if (kt_st_) {                                                             \
+      fail_msg("%s: %s", #expr, kiln_status_message(kt_st_));                 \
+    }                                                                         \
+  } while (0)
+
+/* Asserts `expr` fails with `code` and a message containing `needle`; frees it. */
+#define KT_ASSERT_ERR(expr, code, needle)                                     \
+  do {                                                                        \
+    kiln_status kt_st_ = (expr);                                              \
+    if (!kt_st_) fail_msg("%s: succeeded, expected %s", #expr, #code);        \
+    if (kiln_status_code_of(kt_st_) != (code))                                   \
+      fail_msg("%s: code %s, expected %s (%s)", #expr,                        \
+               kiln_status_code_name(kiln_status_code_of(kt_st_)), #code,        \
+               kiln_status_message(kt_st_));                                  \
+    if ((needle) && !strstr(kiln_status_message(kt_st_), (needle)))           \
+      fail_msg("%s: message \"%s\" lacks \"%s\"", #expr,                     \
+               kiln_status_message(kt_st_), (const char *)(needle));          \
+    kiln_status_free(kt_st_);                                                 \
+  } while (0)
+
+#endif
