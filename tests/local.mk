@@ -18,3 +18,4 @@ TEST_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS) -I$(top_srcdir)/tests
 TEST_LIBS = tests/libkilntest.la libkiln.la $(CMOCKA_LIBS) -lm
 
 include tests/unit/local.mk
+include tests/integration/local.mk

@@ -34,6 +34,12 @@ char *kt_model_path(const char *name) {
   return join_existing(kt_models_dir(), name, "KILN_MODELS_DIR");
 }
 
+bool kt_have_model(const char *name) {
+  char *p = kt_model_path(name);
+  free(p);
+  return p != NULL;
+}
+
 char *kt_tokenizer_path(const char *name) {
   const char *d = getenv("KILN_TOKENIZERS_DIR");
   return join_existing(d && *d ? d : NULL, name, "KILN_TOKENIZERS_DIR");

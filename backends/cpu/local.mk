@@ -1,1 +1,35 @@
 # The cpu backend plugin (kiln-cpu.so): the reference backend.
+#
+# The ops live in a convenience library that does not link libkiln, so the
+# plugin and the unit tests (tests/unit/cpu.mk) share one build of them:
+# the plugin hands them the host table's services, the tests libkiln's.
+noinst_LTLIBRARIES += backends/cpu/libkilncpuops.la
+backends_cpu_libkilncpuops_la_SOURCES = \
+	backends/cpu/cpu_ops.h \
+	backends/cpu/cpu_dot.h \
+	backends/cpu/cpu_threads.h \
+	backends/cpu/cpu_threads.c \
+	backends/cpu/cpu_check.c \
+	backends/cpu/cpu_weights.c \
+	backends/cpu/cpu_buffers.c \
+	backends/cpu/op_get_rows.c \
+	backends/cpu/op_rms_norm.c \
+	backends/cpu/op_mul_mat.c \
+	backends/cpu/op_rope.c \
+	backends/cpu/op_store_kv.c \
+	backends/cpu/op_attention.c \
+	backends/cpu/op_swiglu.c \
+	backends/cpu/op_add.c
+# -fno-math-errno lets sqrtf inline (errno is never read); the vectorizer's
+# dynamic cost model lets gcc -O2 vectorize the lane loops of cpu_dot.h.
+# Neither changes a result. -ffp-contract=off keeps a*b+c two roundings
+# even under -std=gnu11 or -march with FMA, so results do not depend on the
+# build or on which cpu_dot.h clone (SSE2 or AVX2) runs.
+backends_cpu_libkilncpuops_la_CFLAGS = $(AM_CFLAGS) -fno-math-errno -ffp-contract=off \
+	-ftree-vectorize -fvect-cost-model=dynamic
+backends_cpu_libkilncpuops_la_LIBADD = -lm
+
+pkglib_LTLIBRARIES += kiln-cpu.la
+kiln_cpu_la_SOURCES = backends/cpu/cpu_entry.c
+kiln_cpu_la_LIBADD = backends/cpu/libkilncpuops.la -lm
+kiln_cpu_la_LDFLAGS = $(kiln_plugin_link_flags)

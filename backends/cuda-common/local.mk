@@ -1,1 +1,39 @@
-# cuda-common: shared by the CUDA plugins
+# cuda-common: shared by the CUDA plugins (a libtool convenience library
+# they link): the NVRTC compile hook, the kernel templates and the
+# node -> descriptor functions. It never links libcuda or cudart (the
+# driver API is resolved at run time) and never links libkiln (it reaches
+# the host, the kernel cache included, through kiln_host_api).
+#
+# Templates are files in kernels/; each becomes a C string literal
+# (kernels/NAME.inc in the build tree) with a sed rule, so no tool beyond
+# sed is needed.
+kiln_cuda_template_files = \
+	backends/cuda-common/kernels/rmsnorm_common.cuh.tmpl \
+	backends/cuda-common/kernels/rmsnorm_row_vec.cu.tmpl \
+	backends/cuda-common/kernels/rmsnorm_rows.cu.tmpl \
+	backends/cuda-common/kernels/rmsnorm_row_cc12.cu.tmpl
+kiln_cuda_template_incs = $(kiln_cuda_template_files:.tmpl=.inc)
+EXTRA_DIST += $(kiln_cuda_template_files)
+CLEANFILES += $(kiln_cuda_template_incs)
+
+# Escape \ " and ? (no trigraphs), then wrap each line in "...\n".
+.tmpl.inc:
+	$(AM_V_GEN)$(MKDIR_P) $(@D) && \
+	sed -e 's/\\/\\\\/g' -e 's/"/\\"/g' -e 's/?/\\?/g' -e 's/^/"/' -e 's/$$/\\n"/' \
+	  $< > $@.tmp && mv $@.tmp $@
+
+if HAVE_CUDA
+noinst_LTLIBRARIES += backends/cuda-common/libkilncudacommon.la
+backends_cuda_common_libkilncudacommon_la_SOURCES = \
+	backends/cuda-common/kernel_templates.c \
+	backends/cuda-common/kernel_templates.h \
+	backends/cuda-common/nvrtc_compile.c \
+	backends/cuda-common/nvrtc_compile.h \
+	backends/cuda-common/rmsnorm_describe.c \
+	backends/cuda-common/rmsnorm_describe.h
+backends_cuda_common_libkilncudacommon_la_CPPFLAGS = $(AM_CPPFLAGS) $(CUDA_CPPFLAGS) \
+	-I$(top_builddir)/backends/cuda-common/kernels
+backends_cuda_common_libkilncudacommon_la_LIBADD = $(NVRTC_LIBS) -lm
+# The generated template text must exist before kernel_templates.c compiles.
+$(backends_cuda_common_libkilncudacommon_la_OBJECTS): $(kiln_cuda_template_incs)
+endif

@@ -1,1 +1,38 @@
-# unit tests: core
+# unit tests: core (status, config, plugin loader, sampler, planner)
+
+# Deliberately broken plugins the loader must refuse. -rpath makes libtool
+# build real shared modules although they are never installed.
+broken_plugin_ldflags = -module -avoid-version -shared -rpath $(abs_builddir)
+check_LTLIBRARIES += \
+	tests/plugins/kiln-noentry.la \
+	tests/plugins/kiln-broken-abi.la \
+	tests/plugins/kiln-broken-minor.la \
+	tests/plugins/kiln-broken-short.la \
+	tests/plugins/kiln-broken-name.la
+tests_plugins_kiln_noentry_la_SOURCES = tests/plugins/broken_noentry.c
+tests_plugins_kiln_noentry_la_LDFLAGS = $(broken_plugin_ldflags)
+tests_plugins_kiln_broken_abi_la_SOURCES = tests/plugins/broken_abi.c tests/plugins/broken_common.h
+tests_plugins_kiln_broken_abi_la_LDFLAGS = $(broken_plugin_ldflags)
+tests_plugins_kiln_broken_minor_la_SOURCES = tests/plugins/broken_minor.c tests/plugins/broken_common.h
+tests_plugins_kiln_broken_minor_la_LDFLAGS = $(broken_plugin_ldflags)
+tests_plugins_kiln_broken_short_la_SOURCES = tests/plugins/broken_short.c tests/plugins/broken_common.h
+tests_plugins_kiln_broken_short_la_LDFLAGS = $(broken_plugin_ldflags)
+tests_plugins_kiln_broken_name_la_SOURCES = tests/plugins/broken_name.c tests/plugins/broken_common.h
+tests_plugins_kiln_broken_name_la_LDFLAGS = $(broken_plugin_ldflags)
+
+check_PROGRAMS += tests/unit/test_status tests/unit/test_config tests/unit/test_plugin_loader \
+	tests/unit/test_sampler
+TESTS += tests/unit/test_status tests/unit/test_config tests/unit/test_plugin_loader \
+	tests/unit/test_sampler
+tests_unit_test_status_SOURCES = tests/unit/test_status.c
+tests_unit_test_status_CFLAGS = $(TEST_CFLAGS)
+tests_unit_test_status_LDADD = $(TEST_LIBS)
+tests_unit_test_config_SOURCES = tests/unit/test_config.c
+tests_unit_test_config_CFLAGS = $(TEST_CFLAGS)
+tests_unit_test_config_LDADD = $(TEST_LIBS)
+tests_unit_test_plugin_loader_SOURCES = tests/unit/test_plugin_loader.c
+tests_unit_test_plugin_loader_CFLAGS = $(TEST_CFLAGS)
+tests_unit_test_plugin_loader_LDADD = $(TEST_LIBS)
+tests_unit_test_sampler_SOURCES = tests/unit/test_sampler.c
+tests_unit_test_sampler_CFLAGS = $(TEST_CFLAGS)
+tests_unit_test_sampler_LDADD = $(TEST_LIBS)

@@ -1,1 +1,76 @@
-# unit tests: gguf
+# unit tests: gguf (reader, writer, dequantization, quantization)
+gguf_unit_tests = \
+	tests/unit/test_gguf_read \
+	tests/unit/test_gguf_malformed \
+	tests/unit/test_gguf_write \
+	tests/unit/test_dequant \
+	tests/unit/test_quantize
+check_PROGRAMS += $(gguf_unit_tests)
+TESTS += $(gguf_unit_tests)
+EXTRA_DIST += tests/unit/gguf_testbuf.h
+
+tests_unit_test_gguf_read_SOURCES = tests/unit/test_gguf_read.c
+tests_unit_test_gguf_read_CFLAGS = $(TEST_CFLAGS)
+tests_unit_test_gguf_read_LDADD = $(TEST_LIBS)
+
+tests_unit_test_gguf_malformed_SOURCES = tests/unit/test_gguf_malformed.c tests/unit/gguf_testbuf.h
+tests_unit_test_gguf_malformed_CFLAGS = $(TEST_CFLAGS)
+tests_unit_test_gguf_malformed_LDADD = $(TEST_LIBS)
+
+tests_unit_test_gguf_write_SOURCES = tests/unit/test_gguf_write.c
+tests_unit_test_gguf_write_CFLAGS = $(TEST_CFLAGS)
+tests_unit_test_gguf_write_LDADD = $(TEST_LIBS)
+
+tests_unit_test_dequant_SOURCES = tests/unit/test_dequant.c
+tests_unit_test_dequant_CFLAGS = $(TEST_CFLAGS)
+tests_unit_test_dequant_LDADD = $(TEST_LIBS)
+
+tests_unit_test_quantize_SOURCES = tests/unit/test_quantize.c
+tests_unit_test_quantize_CFLAGS = $(TEST_CFLAGS)
+tests_unit_test_quantize_LDADD = $(TEST_LIBS)
+
+# The loader robustness tests again under ASan and UBSan, with the reader
+# compiled into the program so libkiln itself stays uninstrumented.
+if HAVE_SANITIZERS
+check_PROGRAMS += tests/unit/test_gguf_malformed_san
+TESTS += tests/unit/test_gguf_malformed_san
+tests_unit_test_gguf_malformed_san_SOURCES = tests/unit/test_gguf_malformed.c \
+	core/src/gguf_read.c core/src/gguf_get.c core/src/status.c
+tests_unit_test_gguf_malformed_san_CFLAGS = $(TEST_CFLAGS) $(KILN_SAN_CFLAGS)
+tests_unit_test_gguf_malformed_san_LDFLAGS = $(KILN_SAN_CFLAGS)
+tests_unit_test_gguf_malformed_san_LDADD = tests/libkilntest.la $(CMOCKA_LIBS) -lm
+
+# The quantizers under UBSan too: extreme inputs must never reach an
+# undefined float-to-int conversion.
+check_PROGRAMS += tests/unit/test_quantize_san
+TESTS += tests/unit/test_quantize_san
+tests_unit_test_quantize_san_SOURCES = tests/unit/test_quantize.c \
+	core/src/quantize.c core/src/dequant.c core/src/status.c
+tests_unit_test_quantize_san_CFLAGS = $(TEST_CFLAGS) $(KILN_SAN_CFLAGS)
+tests_unit_test_quantize_san_LDFLAGS = $(KILN_SAN_CFLAGS)
+tests_unit_test_quantize_san_LDADD = tests/libkilntest.la $(CMOCKA_LIBS) -lm
+endif
+
+# The GGUF fuzz target (tests/fuzz/fuzz_gguf.c) run over 100000 deterministic
+# mutations of writer-made seed files, with the reader, writer and
+# dequantizers compiled in (under ASan and UBSan when configure found them).
+gguf_fuzz_sources = tests/fuzz/fuzz_gguf.c core/src/gguf_read.c core/src/gguf_get.c \
+	core/src/gguf_write.c core/src/dequant.c core/src/quantize.c core/src/status.c
+check_PROGRAMS += tests/fuzz/fuzz_gguf_smoke
+TESTS += tests/fuzz/fuzz_gguf_smoke
+tests_fuzz_fuzz_gguf_smoke_SOURCES = tests/fuzz/fuzz_gguf_smoke.c $(gguf_fuzz_sources)
+tests_fuzz_fuzz_gguf_smoke_CFLAGS = $(AM_CFLAGS) $(KILN_SAN_CFLAGS)
+tests_fuzz_fuzz_gguf_smoke_LDFLAGS = $(KILN_SAN_CFLAGS)
+tests_fuzz_fuzz_gguf_smoke_LDADD = -lm
+
+# A libFuzzer build of the same target, for compilers that have
+# -fsanitize=fuzzer (clang); not part of `make check`:
+#   make fuzz-gguf && tests/fuzz/fuzz_gguf_libfuzzer -max_total_time=600
+FUZZ_CC = clang
+FUZZ_CFLAGS = -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all
+fuzz-gguf: tests/fuzz/fuzz_gguf_libfuzzer
+tests/fuzz/fuzz_gguf_libfuzzer: $(gguf_fuzz_sources)
+	$(AM_V_CCLD)$(MKDIR_P) tests/fuzz && $(FUZZ_CC) $(FUZZ_CFLAGS) -std=c11 -DHAVE_CONFIG_H \
+	  $(AM_CPPFLAGS) -I$(top_builddir) $(addprefix $(srcdir)/,$(gguf_fuzz_sources)) -lm -o $@
+.PHONY: fuzz-gguf
+CLEANFILES += tests/fuzz/fuzz_gguf_libfuzzer

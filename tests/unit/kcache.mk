@@ -1,1 +1,63 @@
-# unit tests: kcache
+# unit tests: kcache (the kernel-cache service, NVRTC, the RMSNorm templates)
+kcache_test_cflags = $(TEST_CFLAGS) -I$(top_srcdir)/core/src
+kcache_testhost = tests/unit/kcache_testhost.c tests/unit/kcache_testhost.h
+
+check_PROGRAMS += tests/unit/test_kcache_template tests/unit/test_kcache_canon
+TESTS += tests/unit/test_kcache_template tests/unit/test_kcache_canon
+
+tests_unit_test_kcache_template_SOURCES = tests/unit/test_kcache_template.c $(kcache_testhost)
+tests_unit_test_kcache_template_CFLAGS = $(kcache_test_cflags)
+tests_unit_test_kcache_template_LDADD = $(TEST_LIBS)
+
+tests_unit_test_kcache_canon_SOURCES = tests/unit/test_kcache_canon.c $(kcache_testhost)
+tests_unit_test_kcache_canon_CFLAGS = $(kcache_test_cflags) $(XXHASH_CFLAGS)
+tests_unit_test_kcache_canon_LDADD = $(TEST_LIBS) $(XXHASH_LIBS)
+
+if HAVE_CUDA
+# These compile with NVRTC (no GPU needed) through backends/cuda-common.
+kcache_cuda_cppflags = $(AM_CPPFLAGS) $(CUDA_CPPFLAGS) -I$(top_srcdir)/backends/cuda-common
+kcache_cuda_libs = backends/cuda-common/libkilncudacommon.la $(TEST_LIBS) $(NVRTC_LIBS)
+
+check_PROGRAMS += tests/unit/test_kcache_guard tests/unit/test_kcache_seed \
+	tests/unit/test_kcache_disk tests/unit/test_kcache_cli
+TESTS += tests/unit/test_kcache_guard tests/unit/test_kcache_seed \
+	tests/unit/test_kcache_disk tests/unit/test_kcache_cli
+
+tests_unit_test_kcache_guard_SOURCES = tests/unit/test_kcache_guard.c $(kcache_testhost)
+tests_unit_test_kcache_guard_CPPFLAGS = $(kcache_cuda_cppflags)
+tests_unit_test_kcache_guard_CFLAGS = $(kcache_test_cflags)
+tests_unit_test_kcache_guard_LDADD = $(kcache_cuda_libs)
+
+tests_unit_test_kcache_seed_SOURCES = tests/unit/test_kcache_seed.c $(kcache_testhost)
+tests_unit_test_kcache_seed_CPPFLAGS = $(kcache_cuda_cppflags)
+tests_unit_test_kcache_seed_CFLAGS = $(kcache_test_cflags)
+tests_unit_test_kcache_seed_LDADD = $(kcache_cuda_libs)
+
+tests_unit_test_kcache_disk_SOURCES = tests/unit/test_kcache_disk.c $(kcache_testhost)
+tests_unit_test_kcache_disk_CPPFLAGS = $(kcache_cuda_cppflags)
+tests_unit_test_kcache_disk_CFLAGS = $(kcache_test_cflags)
+tests_unit_test_kcache_disk_LDADD = $(kcache_cuda_libs)
+
+# cli/cmd_kernels.c is compiled in: the suite calls kiln_cmd_kernels().
+tests_unit_test_kcache_cli_SOURCES = tests/unit/test_kcache_cli.c cli/cmd_kernels.c \
+	cli/cmd_kernels.h $(kcache_testhost)
+tests_unit_test_kcache_cli_CPPFLAGS = $(kcache_cuda_cppflags)
+tests_unit_test_kcache_cli_CFLAGS = $(kcache_test_cflags)
+tests_unit_test_kcache_cli_LDADD = $(kcache_cuda_libs)
+
+# The guard must be able to go red: the same suite, linked not with
+# libkiln but with the service's sources compiled again with a test-only
+# switch that drops ε from the canonical form and from what the key covers
+# (a service with an incomplete key). It must fail; if it ever passes, the
+# guard no longer catches the defect and `make check` fails.
+check_PROGRAMS += tests/unit/test_kcache_guard_drop
+TESTS += tests/unit/test_kcache_guard_drop
+XFAIL_TESTS += tests/unit/test_kcache_guard_drop
+tests_unit_test_kcache_guard_drop_SOURCES = tests/unit/test_kcache_guard.c $(kcache_testhost) \
+	core/src/status.c $(kiln_kcache_sources)
+tests_unit_test_kcache_guard_drop_CPPFLAGS = $(kcache_cuda_cppflags) \
+	-DKILN_KCACHE_TEST_DROP_PARAM='"eps"'
+tests_unit_test_kcache_guard_drop_CFLAGS = $(kcache_test_cflags) $(XXHASH_CFLAGS)
+tests_unit_test_kcache_guard_drop_LDADD = backends/cuda-common/libkilncudacommon.la \
+	tests/libkilntest.la $(CMOCKA_LIBS) $(XXHASH_LIBS) $(NVRTC_LIBS) -lm
+endif

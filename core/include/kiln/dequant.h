@@ -20,13 +20,26 @@
 extern "C" {
 #endif
 
-/* Converts n values of `type` at src to f32 at dst. n must be a multiple of
- * the type's block size (KILN_STATUS_INVALID_ARGUMENT otherwise, or for a
- * type kiln does not read). F32 is copied, F16/BF16 converted exactly. */
+/* Converts n values of `type` at src to f32 at dst (n / block size blocks,
+ * read as little-endian bytes; src needs no alignment; src and dst must not
+ * overlap). n must be a multiple of the type's block size
+ * (KILN_STATUS_INVALID_ARGUMENT otherwise, or for I32 or a type kiln does
+ * not read, or NULL buffers with n > 0; n = 0 does nothing). F32 is copied,
+ * F16/BF16 converted exactly (kiln/half.h). Never fails on the bytes
+ * themselves: any block dequantizes (an f16 scale of inf or NaN gives inf
+ * or NaN values, as in ggml). */
 kiln_status kiln_dequantize(kiln_type type, const void *src, float *dst, int64_t n);
 
 /* The inverse, for F32, F16, BF16, Q8_0, Q4_0, Q5_0, Q4_K and Q6_K: writes
- * kiln_type_row_bytes(type, n) bytes to dst. Same errors as above. */
+ * kiln_type_row_bytes(type, n) bytes to dst. Same argument errors as above,
+ * and KILN_STATUS_INVALID_ARGUMENT naming the value or block when the input
+ * cannot be stored: a NaN or infinity for a block type; a finite value that
+ * would round to infinity in F16/BF16; a block whose f16 scale would
+ * overflow (|x| beyond about 8.3e6 for Q8_0, 5.2e5 for Q4_0, 1.0e6 for
+ * Q5_0, 3.1e7 for Q4_K, 1.3e8 for Q6_K). Infinities pass through F16/BF16,
+ * where they are representable. Departure from ggml: a block whose scale is
+ * too small for its reciprocal to be finite (every |x| under ~1e-36)
+ * quantizes to zeros instead of NaN. */
 kiln_status kiln_quantize(kiln_type type, const float *src, void *dst, int64_t n);
 
 #ifdef __cplusplus

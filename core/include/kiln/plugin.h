@@ -2,7 +2,7 @@
  * kiln/plugin.h — the backend plugin ABI (installed; see plugins/README.md).
  *
  * A backend is a shared object `kiln-<name>.so` that exports exactly one
- * symbol, `kiln_backend_entry`, a const kiln_backend_entry. The loader checks
+ * symbol, `kiln_backend_entry`, a const kiln_backend_ops. The loader checks
  * abi_major, abi_minor and struct_size before it calls any of the plugin's
  * code, then calls init() with the host table. Plugins never link against
  * libkiln: everything they need from the host (logging, statuses, config
@@ -28,6 +28,7 @@
 
 #include "kiln/config_schema.h"
 #include "kiln/graph.h"
+#include "kiln/kcache.h"
 #include "kiln/status.h"
 #include "kiln/types.h"
 
@@ -76,6 +77,29 @@ typedef struct kiln_host_api {
    * Returns KILN_STATUS_INVALID_ARGUMENT for an unknown type or a partial
    * block. */
   kiln_status (*dequantize)(kiln_type type, const void *src, float *dst, int64_t n);
+
+  /* The kernel-cache service (kiln/kcache.h; each pointer below behaves as
+   * the kiln_kcache_* / kiln_kdesc_* function of the same name). kcache()
+   * is the host's service, opened from [kernel_cache] before any backend
+   * is opened; NULL when the host runs without one. A GPU backend, in
+   * open(): registers its templates and its compiler; in prepare(node):
+   * kdesc_new, the setters with the node's own parameters, kcache_get,
+   * kdesc_free; keeps the kernel for run(); in close(): unregisters its
+   * compiler. There is deliberately no way to compile source text or to
+   * name a key. */
+  kiln_kcache *(*kcache)(void);
+  kiln_status (*kcache_register_template)(kiln_kcache *kc, const kiln_ktemplate *t);
+  kiln_status (*kcache_register_compiler)(kiln_kcache *kc, const kiln_kcompiler_desc *d,
+                                          kiln_kcompiler **out_compiler);
+  void (*kcache_unregister_compiler)(kiln_kcompiler *c);
+  kiln_status (*kdesc_new)(kiln_kcompiler *c, const char *template_name, kiln_kdesc **out_desc);
+  kiln_status (*kdesc_set_f32)(kiln_kdesc *d, const char *name, float v);
+  kiln_status (*kdesc_set_f64)(kiln_kdesc *d, const char *name, double v);
+  kiln_status (*kdesc_set_i64)(kiln_kdesc *d, const char *name, int64_t v);
+  kiln_status (*kdesc_set_str)(kiln_kdesc *d, const char *name, const char *v);
+  kiln_status (*kdesc_set_dtype)(kiln_kdesc *d, const char *name, kiln_type v);
+  void (*kdesc_free)(kiln_kdesc *d);
+  kiln_status (*kcache_get)(const kiln_kdesc *d, kiln_kernel **out_kernel);
 } kiln_host_api;
 
 /* What probe() reports, for `kiln backends` and for the planner. */
@@ -86,10 +110,15 @@ typedef struct kiln_probe_info {
   char reason[256];   /* why not available: "no libcuda.so.1 (no NVIDIA driver)" */
 } kiln_probe_info;
 
-typedef struct kiln_backend_entry {
+/* The ops table. Its type is kiln_backend_ops (a vtable, ggml's *_ops
+ * habit); the one object a plugin exports is named kiln_backend_entry:
+ *
+ *   const kiln_backend_ops kiln_backend_entry = { .abi_major = ..., ... };
+ */
+typedef struct kiln_backend_ops {
   uint32_t abi_major;   /* KILN_PLUGIN_ABI_MAJOR the plugin was built with */
   uint32_t abi_minor;   /* KILN_PLUGIN_ABI_MINOR the plugin was built with */
-  uint32_t struct_size; /* sizeof(kiln_backend_entry) the plugin was built with */
+  uint32_t struct_size; /* sizeof(kiln_backend_ops) the plugin was built with */
   const char *name;     /* "cpu": the `kiln-<name>.so` it lives in and its config section */
   const char *description;
 
@@ -136,7 +165,7 @@ typedef struct kiln_backend_entry {
 
   /* Waits until every run() and copy issued so far is complete. */
   kiln_status (*sync)(void *backend);
-} kiln_backend_entry;
+} kiln_backend_ops;
 
 #ifdef __cplusplus
 }

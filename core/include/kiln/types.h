@@ -94,10 +94,12 @@ static inline int kiln_type_is_known(int32_t type) { return kiln_type_block_size
 static inline int kiln_type_is_quantized(int32_t type) { return kiln_type_block_size(type) > 1; }
 
 /* Bytes of one row of `ne0` values, or -1 when ne0 is not a whole number of
- * blocks (ggml refuses such rows too) or the type is unknown. */
+ * blocks (ggml refuses such rows too), the type is unknown, or the size
+ * does not fit in int64. */
 static inline int64_t kiln_type_row_bytes(int32_t type, int64_t ne0) {
   int64_t bs = kiln_type_block_size(type);
   if (bs == 0 || ne0 < 0 || ne0 % bs != 0) return -1;
+  if (ne0 / bs > INT64_MAX / kiln_type_block_bytes(type)) return -1; /* would overflow */
   return (ne0 / bs) * kiln_type_block_bytes(type);
 }
 

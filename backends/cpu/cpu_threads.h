@@ -1,0 +1,61 @@
+/*
+ * cpu_threads.h — the cpu backend's persistent worker pool (internal).
+ *
+ * One pool per open() backend: n-1 pthreads wait on a condition variable and
+ * the calling thread works as index 0, so a parallel op costs one broadcast
+ * and one join rather than thread creation. Each worker index owns a scratch
+ * area (64-byte aligned) that ops size with cpu_pool_reserve() before they
+ * dispatch, so allocation failures surface on the caller's thread as a status
+ * instead of inside a worker.
+ *
+ * Work splitting never changes results: every op computes each output
+ * element from the same operations in the same order whatever the thread
+ * count, so threads = 1 and threads = 4 agree bit for bit.
+ *
+ * Not reentrant: one cpu_pool_run() at a time (the host calls a backend from
+ * one thread at a time, kiln/plugin.h).
+ */
+#ifndef KILN_CPU_THREADS_H
+#define KILN_CPU_THREADS_H
+
+#include <stddef.h>
+
+typedef struct cpu_pool cpu_pool;
+
+/* fn(arg, ith, nth) runs once for every ith in [0, nth). */
+typedef void (*cpu_task_fn)(void *arg, int ith, int nth);
+
+/* A pool of n_threads (>= 1) workers, the caller counted. Returns 0, or an
+ * errno value (ENOMEM, EAGAIN from pthread_create, EINVAL for n_threads < 1)
+ * with *out_pool NULL. */
+int cpu_pool_create(int n_threads, cpu_pool **out_pool);
+
+/* Stops and joins the workers and frees the scratch areas; NULL is fine. */
+void cpu_pool_destroy(cpu_pool *pool);
+
+/* Number of workers, the caller counted. */
+int cpu_pool_size(const cpu_pool *pool);
+
+/* Runs fn on min(max_tasks, pool size) workers (at least one) and returns
+ * when all are done. With one task it runs on the caller without waking
+ * anyone, so small ops cost nothing extra. */
+void cpu_pool_run(cpu_pool *pool, int max_tasks, cpu_task_fn fn, void *arg);
+
+/* Makes every worker's scratch area at least nbytes. Returns 0 or ENOMEM
+ * (the areas already held are kept). Call between runs only. */
+int cpu_pool_reserve(cpu_pool *pool, size_t nbytes);
+
+/* Worker ith's scratch area (as reserved; NULL before any reserve). */
+void *cpu_pool_scratch(const cpu_pool *pool, int ith);
+
+/* Splits [0, n) into nth nearly equal contiguous ranges; range ith is
+ * [*out_begin, *out_end). */
+static inline void cpu_split(long long n, int ith, int nth, long long *out_begin,
+                             long long *out_end) {
+  long long base = n / nth, rem = n % nth;
+  long long b = ith * base + (ith < rem ? ith : rem);
+  *out_begin = b;
+  *out_end = b + base + (ith < rem ? 1 : 0);
+}
+
+#endif /* KILN_CPU_THREADS_H */

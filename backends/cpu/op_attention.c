@@ -1,0 +1,111 @@
+/* ATTENTION (Vaswani et al. 2017) with causal masking and grouped-query
+ * heads (Ainslie et al. 2023): for token t (position pos0+t) and query head
+ * h, with KV head g = h / (n_head / n_head_kv),
+ *   s_j = scale * q_h . k_{g,j},  j = 0 .. pos0+t
+ *   y_h = sum_j softmax(s)_j v_{g,j}
+ * The softmax subtracts the row maximum before exp, so raw q.k of 1e5
+ * (ChatML special tokens in Qwen) gives finite weights instead of inf/inf.
+ * Threads split the (token, head) pairs; each pair is one worker's alone. */
+#include "config.h"
+
+#include <math.h>
+
+#include "cpu_dot.h"
+#include "cpu_ops.h"
+
+typedef struct attention_task {
+  const kiln_attention_params *p;
+  const float *q, *k, *v;
+  float *y;
+  int32_t pos0;
+  int64_t T;
+  bool f64;
+  const cpu_pool *pool;
+} attention_task;
+
+/* One (token, head) pair in double: scores, softmax sums and the weighted
+ * V sum all accumulate in double; y is rounded once. */
+static void attend_f64(const attention_task *a, const float *q, const float *k, const float *v,
+                       int64_t n_keys, int64_t kv_stride, double *s, double *acc, float *y) {
+  const int64_t hd = a->p->head_dim;
+  const double scale = (double)a->p->scale;
+  double m = -INFINITY;
+  for (int64_t j = 0; j < n_keys; j++) {
+    s[j] = scale * cpu_dot_f64(q, k + j * kv_stride, hd);
+    if (s[j] > m) m = s[j];
+  }
+  double sum = 0.0;
+  for (int64_t j = 0; j < n_keys; j++) {
+    s[j] = exp(s[j] - m);
+    sum += s[j];
+  }
+  for (int64_t d = 0; d < hd; d++) acc[d] = 0.0;
+  for (int64_t j = 0; j < n_keys; j++) cpu_axpy_f64(acc, s[j], v + j * kv_stride, hd);
+  for (int64_t d = 0; d < hd; d++) y[d] = (float)(acc[d] / sum);
+}
+
+static void attend_f32(const attention_task *a, const float *q, const float *k, const float *v,
+                       int64_t n_keys, int64_t kv_stride, float *s, float *acc, float *y) {
+  const int64_t hd = a->p->head_dim;
+  const float scale = a->p->scale;
+  float m = -INFINITY;
+  for (int64_t j = 0; j < n_keys; j++) {
+    s[j] = scale * cpu_dot_f32(q, k + j * kv_stride, hd);
+    if (s[j] > m) m = s[j];
+  }
+  float sum = 0.0f;
+  for (int64_t j = 0; j < n_keys; j++) {
+    s[j] = expf(s[j] - m);
+    sum += s[j];
+  }
+  for (int64_t d = 0; d < hd; d++) acc[d] = 0.0f;
+  for (int64_t j = 0; j < n_keys; j++) cpu_axpy_f32(acc, s[j], v + j * kv_stride, hd);
+  for (int64_t d = 0; d < hd; d++) y[d] = acc[d] / sum;
+}
+
+CPU_HOT static void attention_run(void *arg, int ith, int nth) {
+  const attention_task *a = arg;
+  const int64_t hd = a->p->head_dim, nh = a->p->n_head, nkv = a->p->n_head_kv;
+  const int64_t group = nh / nkv, q_stride = hd * nh, kv_stride = hd * nkv;
+  const int64_t max_keys = (int64_t)a->pos0 + a->T;
+  /* Scratch: max_keys scores then head_dim accumulators, sized for double. */
+  double *scratch = cpu_pool_scratch(a->pool, ith);
+  long long u0, u1;
+  cpu_split(a->T * nh, ith, nth, &u0, &u1);
+
+  for (long long u = u0; u < u1; u++) {
+    const int64_t t = u / nh, h = u % nh, g = h / group;
+    const int64_t n_keys = (int64_t)a->pos0 + t + 1; /* causal: positions 0 .. pos0+t */
+    const float *q = a->q + t * q_stride + h * hd;
+    const float *k = a->k + g * hd;
+    const float *v = a->v + g * hd;
+    float *y = a->y + t * q_stride + h * hd;
+    if (a->f64)
+      attend_f64(a, q, k, v, n_keys, kv_stride, scratch, scratch + max_keys, y);
+    else
+      attend_f32(a, q, k, v, n_keys, kv_stride, (float *)scratch, (float *)(scratch + max_keys), y);
+  }
+}
+
+kiln_status cpu_op_attention(const cpu_ctx *ctx, const kiln_node *node, const cpu_io *io) {
+  const kiln_attention_params *p = &node->p.attention;
+  const int64_t max_keys = (int64_t)io->pos0 + io->n_tokens;
+  if (cpu_pool_reserve(ctx->pool, (size_t)(max_keys + p->head_dim) * sizeof(double)) != 0)
+    return cpu_node_error(ctx, KILN_STATUS_NO_MEMORY, node, "no memory for %lld scores",
+                          (long long)max_keys);
+  attention_task task = {
+      .p = p,
+      .q = io->src[0],
+      .k = io->src[1],
+      .v = io->src[2],
+      .y = io->dst,
+      .pos0 = io->pos0,
+      .T = io->n_tokens,
+      .f64 = ctx->precision == CPU_PRECISION_F64,
+      .pool = ctx->pool,
+  };
+  int64_t units = (int64_t)io->n_tokens * p->n_head;
+  double work = (double)units * (double)max_keys * 2.0 * (double)p->head_dim;
+  cpu_pool_run(ctx->pool, cpu_task_count(ctx, units, work), attention_run, &task);
+  return NULL;
+}

@@ -1,0 +1,22 @@
+/* The kernel templates of the CUDA backends (the .tmpl files in kernels/,
+ * embedded at build time), and their registration with the kernel-cache service. */
+#ifndef KILN_CUDA_KERNEL_TEMPLATES_H
+#define KILN_CUDA_KERNEL_TEMPLATES_H
+
+#include "kiln/plugin.h"
+
+/* Template names, for kdesc_new. */
+#define KILN_CUDA_T_RMSNORM_ROW_VEC "rmsnorm_row_vec"
+#define KILN_CUDA_T_RMSNORM_ROWS "rmsnorm_rows"
+#define KILN_CUDA_T_RMSNORM_ROW_CC12 "rmsnorm_row_cc12"
+
+/* Every template cuda-common defines. */
+extern const kiln_ktemplate *const kiln_cuda_templates[];
+extern const unsigned kiln_cuda_n_templates;
+
+/* Registers every template with kc through the host table (re-registering
+ * is a no-op, so each CUDA backend may call it from open()). Errors: the
+ * first registration's status. */
+kiln_status kiln_cuda_templates_register(const kiln_host_api *host, kiln_kcache *kc);
+
+#endif

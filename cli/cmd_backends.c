@@ -1,0 +1,76 @@
+/* kiln backends: every plugin on the search path, its ABI and hardware. */
+#include "config.h"
+
+#include <getopt.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "cli.h"
+
+static void usage(FILE *out) {
+  fputs("usage: kiln backends [-c CONFIG]\n"
+        "\n"
+        "Lists the backend plugins (kiln-<name>.so) on the plugin search path: the\n"
+        "ABI each was built for, whether its hardware is present (device, compute\n"
+        "capability, memory) or why it is unavailable, and any plugin that fails\n"
+        "to load, with the loader's reason.\n",
+        out);
+}
+
+typedef struct list_state {
+  kiln_plugin_registry *r;
+  int n, n_bad;
+} list_state;
+
+static void show(const char *name, const char *path, void *user) {
+  list_state *ls = user;
+  kiln_plugin *p;
+  ls->n++;
+  kiln_status st = kiln_plugin_registry_get(ls->r, name, &p);
+  if (st) {
+    ls->n_bad++;
+    printf("%-14s NOT LOADED  %s\n", name, kiln_status_message(st));
+    kiln_status_free(st);
+    return;
+  }
+  const kiln_backend_ops *e = kiln_plugin_entry(p);
+  kiln_probe_info info;
+  st = kiln_plugin_probe(p, &info);
+  printf("%-14s ABI %u.%u    %s\n", name, e->abi_major, e->abi_minor, e->description ? e->description : "");
+  printf("%-14s file        %s\n", "", path);
+  if (st) {
+    printf("%-14s probe       failed: %s\n", "", kiln_status_message(st));
+    kiln_status_free(st);
+  } else if (info.available) {
+    printf("%-14s available   %s%s%s\n", "", info.device, info.detail[0] ? ", " : "", info.detail);
+  } else {
+    printf("%-14s unavailable %s\n", "", info.reason);
+  }
+}
+
+int cmd_backends(int argc, char **argv) {
+  static const struct option longopts[] = {
+      {"config", required_argument, 0, 'c'}, {"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
+  cli_common cc = {0};
+  int opt;
+  optind = 1;
+  while ((opt = getopt_long(argc, argv, "c:h", longopts, NULL)) != -1) {
+    if (opt == 'c') cc.config_path = optarg;
+    else if (opt == 'h') {
+      usage(stdout);
+      return 0;
+    } else {
+      usage(stderr);
+      return 2;
+    }
+  }
+  kiln_runtime *rt;
+  kiln_status st = cli_runtime_open(&cc, &rt);
+  if (st) return cli_fail("backends", st);
+  list_state ls = {kiln_runtime_plugins(rt), 0, 0};
+  printf("kiln %s, plugin ABI %d.%d\n\n", kiln_version(), KILN_PLUGIN_ABI_MAJOR, KILN_PLUGIN_ABI_MINOR);
+  kiln_plugin_registry_scan(ls.r, show, &ls);
+  if (!ls.n) printf("no plugins found (KILN_PLUGIN_PATH or [general] plugin_path add folders)\n");
+  kiln_runtime_free(rt);
+  return 0;
+}

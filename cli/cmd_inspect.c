@@ -1,0 +1,142 @@
+/* kiln inspect: a GGUF file's header, metadata, hyperparameters and tensors. */
+#include "config.h"
+
+#include <getopt.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "cli.h"
+#include "kiln/gguf.h"
+#include "kiln/half.h"
+
+static void usage(FILE *out) {
+  fputs("usage: kiln inspect [--no-tensors] MODEL.gguf\n"
+        "\n"
+        "Prints the GGUF header, every metadata key (arrays abbreviated), the\n"
+        "effective hyperparameters kiln would run with, and the tensor table\n"
+        "(name, type, shape ne0 first, offset in the data section, bytes).\n",
+        out);
+}
+
+static void print_value(const kiln_gguf *g, const kiln_gguf_kv *kv) {
+  switch (kv->type) {
+  case KILN_GGUF_UINT8: case KILN_GGUF_UINT16: case KILN_GGUF_UINT32: case KILN_GGUF_UINT64:
+    printf("%" PRIu64, kv->v.u64);
+    break;
+  case KILN_GGUF_INT8: case KILN_GGUF_INT16: case KILN_GGUF_INT32: case KILN_GGUF_INT64:
+    printf("%" PRId64, kv->v.i64);
+    break;
+  case KILN_GGUF_FLOAT32:
+    printf("%.9g (f32 0x%08x)", (double)kv->v.f32, kiln_f32_to_bits(kv->v.f32));
+    break;
+  case KILN_GGUF_FLOAT64: printf("%.17g", kv->v.f64); break;
+  case KILN_GGUF_BOOL: printf("%s", kv->v.b ? "true" : "false"); break;
+  case KILN_GGUF_STRING: {
+    int n = kv->v.str.len > 120 ? 120 : (int)kv->v.str.len;
+    printf("\"");
+    for (int i = 0; i < n; i++) {
+      char ch = kv->v.str.ptr[i];
+      if (ch == '\n') printf("\\n");
+      else putchar(ch);
+    }
+    printf("\"%s", kv->v.str.len > 120 ? "..." : "");
+    break;
+  }
+  case KILN_GGUF_ARRAY: {
+    printf("[%s x %" PRIu64 "]", kiln_gguf_vtype_name(kv->elem_type), kv->n);
+    uint64_t show = kv->n < 6 ? kv->n : 6;
+    printf(" ");
+    for (uint64_t i = 0; i < show; i++) {
+      if (kv->elem_type == KILN_GGUF_STRING) {
+        kiln_gguf_str s = kiln_gguf_arr_str(g, kv, i);
+        printf("%s\"%.*s\"", i ? ", " : "", (int)(s.len > 40 ? 40 : s.len), s.ptr);
+      } else if (kv->elem_type == KILN_GGUF_FLOAT32) {
+        printf("%s%g", i ? ", " : "", (double)kiln_gguf_arr_f32(kv, i));
+      } else if (kv->elem_type == KILN_GGUF_INT32) {
+        printf("%s%d", i ? ", " : "", kiln_gguf_arr_i32(kv, i));
+      } else if (kv->elem_type == KILN_GGUF_UINT32) {
+        printf("%s%u", i ? ", " : "", kiln_gguf_arr_u32(kv, i));
+      } else {
+        printf("%s...", i ? ", " : "");
+        break;
+      }
+    }
+    if (kv->n > show) printf(", ...");
+    break;
+  }
+  default: printf("?"); break;
+  }
+}
+
+int cmd_inspect(int argc, char **argv) {
+  static const struct option longopts[] = {
+      {"no-tensors", no_argument, 0, 'N'}, {"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
+  bool tensors = true;
+  int opt;
+  optind = 1;
+  while ((opt = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
+    if (opt == 'N') tensors = false;
+    else if (opt == 'h') {
+      usage(stdout);
+      return 0;
+    } else {
+      usage(stderr);
+      return 2;
+    }
+  }
+  if (optind + 1 != argc) {
+    usage(stderr);
+    return 2;
+  }
+  const char *path = argv[optind];
+  kiln_gguf *g;
+  kiln_status st = kiln_gguf_open(path, &g);
+  if (st) return cli_fail("inspect", st);
+  printf("file: %s\nGGUF version %u, alignment %" PRIu64 ", %" PRIu64 " metadata keys, %" PRIu64
+         " tensors, data at byte %" PRIu64 "\n\n",
+         path, kiln_gguf_version(g), kiln_gguf_alignment(g), kiln_gguf_n_kv(g), kiln_gguf_n_tensors(g),
+         kiln_gguf_data_offset(g));
+  printf("metadata:\n");
+  for (uint64_t i = 0; i < kiln_gguf_n_kv(g); i++) {
+    const kiln_gguf_kv *kv = kiln_gguf_kv_at(g, i);
+    printf("  %-44.*s %-8s = ", (int)kv->key.len, kv->key.ptr, kiln_gguf_vtype_name(kv->type));
+    print_value(g, kv);
+    printf("\n");
+  }
+  kiln_gguf_close(g);
+
+  /* Hyperparameters as kiln would run the model (or why it would not). */
+  kiln_model *m;
+  st = kiln_model_open(path, &m);
+  printf("\nhyperparameters:\n");
+  if (st) {
+    printf("  (kiln cannot run this file: %s)\n", kiln_status_message(st));
+    kiln_status_free(st);
+  } else {
+    kiln_hparams_print(kiln_model_hparams(m), stdout);
+    const kiln_vocab *v = kiln_model_vocab(m);
+    if (v)
+      printf("vocab          = %s, %d tokens, bos %d, eos %d, eot %d, add_bos %s\n",
+             kiln_vocab_kind_of(v) == KILN_VOCAB_SPM ? "SentencePiece" : "byte-level BPE",
+             kiln_vocab_n_tokens(v), kiln_vocab_bos(v), kiln_vocab_eos(v), kiln_vocab_eot(v),
+             kiln_vocab_add_bos(v) ? "yes" : "no");
+    printf("chat_template  = %s\n", kiln_model_chat_template(m) ? "present" : "none");
+    kiln_model_free(m);
+  }
+  if (!tensors) return 0;
+  st = kiln_gguf_open(path, &g);
+  if (st) return cli_fail("inspect", st);
+  printf("\ntensors (name, type, ne0 first, offset, bytes):\n");
+  for (uint64_t i = 0; i < kiln_gguf_n_tensors(g); i++) {
+    const kiln_gguf_tensor *t = kiln_gguf_tensor_at(g, i);
+    char shape[96];
+    int n = 0;
+    for (int d = 0; d < t->n_dims; d++)
+      n += snprintf(shape + n, sizeof shape - (size_t)n, "%s%" PRId64, d ? "x" : "", t->ne[d]);
+    printf("  %-36.*s %-5s %-16s %12" PRIu64 " %12" PRIu64 "\n", (int)t->name.len, t->name.ptr,
+           kiln_type_name(t->type), shape, t->offset, t->nbytes);
+  }
+  kiln_gguf_close(g);
+  return 0;
+}

@@ -1,0 +1,167 @@
+/* kiln parity: a backend against a reference, per op and per position. */
+#include "config.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "kiln/chat.h"
+#include "kiln/parity.h"
+
+static void usage(FILE *out) {
+  fputs("usage: kiln parity -m MODEL -p PROMPT --ref BACKEND[:f64] --test BACKEND[:f64] [options]\n"
+        "\n"
+        "Runs the prompt through both backends and compares, per token position, the\n"
+        "logits (or with --per-op every node's output): cosine, norm ratio |test|/|ref|,\n"
+        "relative L2 error, max abs error. A row passes only when the output is finite\n"
+        "and all three checks hold (cosine alone is blind to scale). Exit status 1 on a\n"
+        "failure, naming the first failing op and position.\n"
+        "\n"
+        "  --ref B[:f64]         reference backend; :f64 sets [cpu] precision = f64 for it\n"
+        "  --test B[:f64]        backend under test\n"
+        "  -p, --prompt TEXT     the prompt;  -f FILE reads it from a file\n"
+        "      --chat            render the model's chat template (special tokens only in the template)\n"
+        "      --per-op          compare every node, not just the logits\n"
+        "      --all             print every position, not just each node's worst\n"
+        "      --csv FILE        every (node, position) row as CSV\n"
+        "      --plot FILE.svg   the norm ratio by position per node (gnuplot)\n"
+        "      --max-rel-l2 X    (default 1e-3)\n"
+        "      --max-norm-dev X  |norm ratio - 1| limit (default 1e-3)\n"
+        "      --min-cos X       (default 0.9999)\n"
+        "      --test-eps X      plan the test side's RMSNorm with this ε instead of the model's:\n"
+        "                        shows the check sees a wrong ε (the seed defect)\n"
+        "      --batch N         prefill micro-batch for both sides\n"
+        "  -c, --config FILE     configuration file\n",
+        out);
+}
+
+/* "cuda-batched:f64" -> backend "cuda-batched" + override [cpu] precision. */
+static bool parse_side(const char *arg, char *name, size_t cap, kiln_parity_side *side, kiln_config_override *ov) {
+  const char *colon = strchr(arg, ':');
+  size_t len = colon ? (size_t)(colon - arg) : strlen(arg);
+  if (len == 0 || len >= cap) return false;
+  memcpy(name, arg, len);
+  name[len] = 0;
+  side->backend = name;
+  if (colon) {
+    if (strcmp(colon + 1, "f64") != 0 && strcmp(colon + 1, "f32") != 0) return false;
+    if (strcmp(name, "cpu") != 0) return false; /* precision is the cpu backend's setting */
+    *ov = (kiln_config_override){"cpu", "precision", colon + 1, "--ref/--test"};
+    side->overrides = ov;
+    side->n_overrides = 1;
+  }
+  return true;
+}
+
+static bool num(const char *flag, const char *a, double *out) {
+  char *end;
+  errno = 0;
+  *out = strtod(a, &end);
+  if (errno || end == a || *end || !(*out > 0)) {
+    fprintf(stderr, "kiln parity: %s %s: expected a positive number\n", flag, a);
+    return false;
+  }
+  return true;
+}
+
+int cmd_parity(int argc, char **argv) {
+  enum { O_REF = 256, O_TEST, O_PER_OP, O_ALL, O_CSV, O_PLOT, O_REL, O_NORM, O_COS, O_EPS, O_CHAT, O_BATCH };
+  static const struct option longopts[] = {
+      {"model", required_argument, 0, 'm'},   {"prompt", required_argument, 0, 'p'},
+      {"file", required_argument, 0, 'f'},    {"config", required_argument, 0, 'c'},
+      {"ref", required_argument, 0, O_REF},   {"test", required_argument, 0, O_TEST},
+      {"per-op", no_argument, 0, O_PER_OP},   {"all", no_argument, 0, O_ALL},
+      {"csv", required_argument, 0, O_CSV},   {"plot", required_argument, 0, O_PLOT},
+      {"max-rel-l2", required_argument, 0, O_REL}, {"max-norm-dev", required_argument, 0, O_NORM},
+      {"min-cos", required_argument, 0, O_COS}, {"test-eps", required_argument, 0, O_EPS},
+      {"chat", no_argument, 0, O_CHAT},       {"batch", required_argument, 0, O_BATCH},
+      {"help", no_argument, 0, 'h'},          {0, 0, 0, 0}};
+  cli_common cc = {0};
+  kiln_parity_options o = {0};
+  kiln_config_override ref_ov, test_ov;
+  char ref_name[64], test_name[64];
+  const char *prompt = NULL, *prompt_file = NULL, *csv = NULL, *plot = NULL;
+  bool all = false, chat = false, have_ref = false, have_test = false, ok = true;
+  double v;
+  int opt;
+  optind = 1;
+  while (ok && (opt = getopt_long(argc, argv, "m:p:f:c:h", longopts, NULL)) != -1) {
+    switch (opt) {
+    case 'm': ok = cli_override(&cc, "model", "path", optarg, "--model"); break;
+    case 'p': prompt = optarg; break;
+    case 'f': prompt_file = optarg; break;
+    case 'c': cc.config_path = optarg; break;
+    case O_REF: ok = have_ref = parse_side(optarg, ref_name, sizeof ref_name, &o.ref, &ref_ov); break;
+    case O_TEST: ok = have_test = parse_side(optarg, test_name, sizeof test_name, &o.test, &test_ov); break;
+    case O_PER_OP: o.per_op = true; break;
+    case O_ALL: all = true; break;
+    case O_CSV: csv = optarg; break;
+    case O_PLOT: plot = optarg; break;
+    case O_REL: ok = num("--max-rel-l2", optarg, &o.max_rel_l2); break;
+    case O_NORM: ok = num("--max-norm-dev", optarg, &o.max_norm_dev); break;
+    case O_COS: ok = num("--min-cos", optarg, &o.min_cos); break;
+    case O_EPS: ok = num("--test-eps", optarg, &v); o.test.eps_override = (float)v; break;
+    case O_CHAT: chat = true; break;
+    case O_BATCH: ok = num("--batch", optarg, &v); o.batch = (int32_t)v; break;
+    case 'h': usage(stdout); return 0;
+    default: usage(stderr); return 2;
+    }
+  }
+  if (!ok) {
+    fprintf(stderr, "kiln parity: bad option (a backend is NAME or cpu:f64 / cpu:f32)\n");
+    return 2;
+  }
+  if (!have_ref || !have_test || !prompt == !prompt_file || optind != argc) {
+    usage(stderr);
+    return 2;
+  }
+  kiln_runtime *rt = NULL;
+  kiln_model *m = NULL;
+  kiln_parity_report *r = NULL;
+  char *text = NULL;
+  int32_t *ids = NULL;
+  size_t n_ids = 0, len = 0;
+  kiln_status st = cli_runtime_open(&cc, &rt);
+  const char *model_path =
+      rt ? kiln_config_get_str(kiln_config_section_get(kiln_runtime_config(rt), "model"), "path") : NULL;
+  if (!st && !model_path) st = kiln_status_new(KILN_STATUS_INVALID_ARGUMENT, "no model: give -m MODEL");
+  if (!st) st = kiln_model_open(model_path, &m);
+  if (!st && !kiln_model_vocab(m)) st = kiln_status_new(KILN_STATUS_UNSUPPORTED, "%s has no vocabulary", model_path);
+  if (!st && prompt_file) {
+    st = cli_read_file(prompt_file, &text, &len);
+    prompt = text;
+  }
+  const kiln_vocab *voc = m ? kiln_model_vocab(m) : NULL;
+  if (!st && chat) {
+    kiln_chat_kind kind;
+    st = kiln_chat_detect(kiln_model_chat_template(m), &kind);
+    if (!st && kind == KILN_CHAT_NONE) st = kiln_status_new(KILN_STATUS_UNSUPPORTED, "the model has no chat template");
+    kiln_chat_message msg = {"user", prompt};
+    if (!st) st = kiln_chat_tokenize(voc, kind, &msg, 1, true, &ids, &n_ids, NULL);
+  } else if (!st) {
+    st = kiln_tokenize(voc, prompt, strlen(prompt),
+                       KILN_TOKENIZE_PARSE_SPECIAL | (kiln_vocab_add_bos(voc) ? KILN_TOKENIZE_ADD_BOS : 0), &ids,
+                       &n_ids);
+  }
+  if (!st) st = kiln_parity_run(rt, m, ids, n_ids, &o, &r);
+  if (!st) kiln_parity_print(r, voc, all, stdout);
+  if (!st && csv) st = kiln_parity_write_csv(r, csv);
+  if (!st && plot) st = kiln_parity_plot_svg(r, plot);
+  int rc;
+  if (st) rc = cli_fail("parity", st);
+  else rc = r->n_fail ? 1 : 0;
+  if (!st && r->n_fail) {
+    const kiln_parity_row *f = &r->rows[r->first_fail];
+    fprintf(stderr, "kiln parity: %s differs from %s first at %s, position %d (norm ratio %.4f, rel L2 %.3e)\n",
+            r->test_name, r->ref_name, f->name, f->pos, f->norm_ratio, f->rel_l2);
+  }
+  kiln_parity_report_free(r);
+  free(ids);
+  free(text);
+  kiln_model_free(m);
+  kiln_runtime_free(rt);
+  return rc;
+}

@@ -1,0 +1,133 @@
+/* kiln synth: write a synthetic model (kiln/synth.h). */
+#include "config.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "cli.h"
+#include "kiln/synth.h"
+
+static void usage(FILE *out) {
+  fputs("usage: kiln synth --arch llama|qwen2|qwen3 -o OUT.gguf [options]\n"
+        "\n"
+        "Writes a model of that architecture and shape with seeded random weights.\n"
+        "\n"
+        "  --layers N --embd N --ff N --heads N --heads-kv N   shape (default 2, 64, 128, 4, 2)\n"
+        "  --head-dim N          attention.key_length (default embd / heads)\n"
+        "  --rot N               rope.dimension_count (default head-dim)\n"
+        "  --ctx N               context_length (default 512)\n"
+        "  --eps X               RMSNorm ε, written as that f32 (default 1e-5 llama, 1e-6 qwen)\n"
+        "  --theta X             RoPE θ (default 1e4 llama, 1e6 qwen)\n"
+        "  --type T              projection weights: F32 F16 BF16 Q8_0 Q4_0 Q5_0 Q4_K Q6_K (default F32)\n"
+        "  --embd-type T         token embedding (and untied output) type (default F32)\n"
+        "  --tied | --untied     output.weight absent (tied to token_embd) or present\n"
+        "  --vocab N             embedding rows when there is no --vocab-from (default 256)\n"
+        "  --vocab-from FILE     copy every tokenizer.* key (vocabulary, merges, template) from FILE\n"
+        "  --special-ms X        CONTROL tokens' embedding rows get exactly mean-square X\n"
+        "  --embd-ms X           mean-square of the other rows (default 3e-4)\n"
+        "  --seed N              (default 1)\n",
+        out);
+}
+
+static bool num(const char *flag, const char *arg, double lo, double hi, double *out) {
+  char *end;
+  errno = 0;
+  double v = strtod(arg, &end);
+  if (errno || end == arg || *end || !(v >= lo && v <= hi)) {
+    fprintf(stderr, "kiln synth: %s %s: expected a number in [%g, %g]\n", flag, arg, lo, hi);
+    return false;
+  }
+  *out = v;
+  return true;
+}
+
+static bool type_of(const char *name, kiln_type *out) {
+  static const kiln_type types[] = {KILN_TYPE_F32,  KILN_TYPE_F16,  KILN_TYPE_BF16, KILN_TYPE_Q8_0,
+                                    KILN_TYPE_Q4_0, KILN_TYPE_Q5_0, KILN_TYPE_Q4_K, KILN_TYPE_Q6_K};
+  for (size_t i = 0; i < sizeof types / sizeof types[0]; i++)
+    if (!strcasecmp(name, kiln_type_name(types[i]))) {
+      *out = types[i];
+      return true;
+    }
+  fprintf(stderr, "kiln synth: unknown tensor type \"%s\"\n", name);
+  return false;
+}
+
+int cmd_synth(int argc, char **argv) {
+  enum { O_ARCH = 256, O_LAYERS, O_EMBD, O_FF, O_HEADS, O_HEADS_KV, O_HEAD_DIM, O_ROT, O_CTX, O_EPS, O_THETA,
+         O_TYPE, O_EMBD_TYPE, O_TIED, O_UNTIED, O_VOCAB, O_VOCAB_FROM, O_SPECIAL_MS, O_EMBD_MS, O_SEED };
+  static const struct option longopts[] = {
+      {"arch", required_argument, 0, O_ARCH},         {"layers", required_argument, 0, O_LAYERS},
+      {"embd", required_argument, 0, O_EMBD},         {"ff", required_argument, 0, O_FF},
+      {"heads", required_argument, 0, O_HEADS},       {"heads-kv", required_argument, 0, O_HEADS_KV},
+      {"head-dim", required_argument, 0, O_HEAD_DIM}, {"rot", required_argument, 0, O_ROT},
+      {"ctx", required_argument, 0, O_CTX},           {"eps", required_argument, 0, O_EPS},
+      {"theta", required_argument, 0, O_THETA},       {"type", required_argument, 0, O_TYPE},
+      {"embd-type", required_argument, 0, O_EMBD_TYPE}, {"tied", no_argument, 0, O_TIED},
+      {"untied", no_argument, 0, O_UNTIED},           {"vocab", required_argument, 0, O_VOCAB},
+      {"vocab-from", required_argument, 0, O_VOCAB_FROM}, {"special-ms", required_argument, 0, O_SPECIAL_MS},
+      {"embd-ms", required_argument, 0, O_EMBD_MS},   {"seed", required_argument, 0, O_SEED},
+      {"output", required_argument, 0, 'o'},          {"help", no_argument, 0, 'h'},
+      {0, 0, 0, 0}};
+  /* The architecture decides the defaults, so find it first. */
+  kiln_arch arch = KILN_ARCH_LLAMA;
+  bool have_arch = false;
+  for (int i = 1; i + 1 < argc; i++)
+    if (!strcmp(argv[i], "--arch")) {
+      have_arch = true;
+      if (!strcmp(argv[i + 1], "llama")) arch = KILN_ARCH_LLAMA;
+      else if (!strcmp(argv[i + 1], "qwen2")) arch = KILN_ARCH_QWEN2;
+      else if (!strcmp(argv[i + 1], "qwen3")) arch = KILN_ARCH_QWEN3;
+      else {
+        fprintf(stderr, "kiln synth: --arch %s: expected llama, qwen2 or qwen3\n", argv[i + 1]);
+        return 2;
+      }
+    }
+  kiln_synth_options o;
+  kiln_synth_defaults(&o, arch);
+  const char *out = NULL;
+  double v;
+  bool ok = true;
+  int opt;
+  optind = 1;
+  while (ok && (opt = getopt_long(argc, argv, "o:h", longopts, NULL)) != -1) {
+    switch (opt) {
+    case O_ARCH: break;
+    case O_LAYERS: ok = num("--layers", optarg, 1, 1024, &v); o.n_layer = (uint32_t)v; break;
+    case O_EMBD: ok = num("--embd", optarg, 1, 1 << 20, &v); o.n_embd = (uint32_t)v; break;
+    case O_FF: ok = num("--ff", optarg, 1, 1 << 22, &v); o.n_ff = (uint32_t)v; break;
+    case O_HEADS: ok = num("--heads", optarg, 1, 4096, &v); o.n_head = (uint32_t)v; break;
+    case O_HEADS_KV: ok = num("--heads-kv", optarg, 1, 4096, &v); o.n_head_kv = (uint32_t)v; break;
+    case O_HEAD_DIM: ok = num("--head-dim", optarg, 1, 4096, &v); o.head_dim = (uint32_t)v; break;
+    case O_ROT: ok = num("--rot", optarg, 2, 4096, &v); o.n_rot = (uint32_t)v; break;
+    case O_CTX: ok = num("--ctx", optarg, 1, 1 << 24, &v); o.n_ctx = (uint32_t)v; break;
+    case O_EPS: ok = num("--eps", optarg, 1e-30, 1, &v); o.eps = (float)v; break;
+    case O_THETA: ok = num("--theta", optarg, 1, 1e12, &v); o.rope_theta = (float)v; break;
+    case O_TYPE: ok = type_of(optarg, &o.matrix_type); break;
+    case O_EMBD_TYPE: ok = type_of(optarg, &o.embd_type); break;
+    case O_TIED: o.tied_output = true; break;
+    case O_UNTIED: o.tied_output = false; break;
+    case O_VOCAB: ok = num("--vocab", optarg, 1, 1 << 24, &v); o.n_vocab = (uint32_t)v; break;
+    case O_VOCAB_FROM: o.vocab_from = optarg; break;
+    case O_SPECIAL_MS: ok = num("--special-ms", optarg, 1e-30, 1e6, &o.special_ms); break;
+    case O_EMBD_MS: ok = num("--embd-ms", optarg, 1e-30, 1e6, &o.embd_ms); break;
+    case O_SEED: ok = num("--seed", optarg, 0, 9007199254740991.0, &v); o.seed = (uint64_t)v; break;
+    case 'o': out = optarg; break;
+    case 'h': usage(stdout); return 0;
+    default: usage(stderr); return 2;
+    }
+  }
+  if (!ok) return 2;
+  if (!have_arch || !out || optind != argc) {
+    usage(stderr);
+    return 2;
+  }
+  kiln_status st = kiln_synth_write(&o, out);
+  if (st) return cli_fail("synth", st);
+  fprintf(stderr, "kiln synth: wrote %s\n", out);
+  return 0;
+}

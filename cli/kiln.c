@@ -1,0 +1,55 @@
+/* The `kiln` command: one subcommand per job (DESIGN.md, "The kiln
+ * command"). */
+#include "config.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "cli.h"
+#include "cmd_kernels.h"
+
+typedef struct command {
+  const char *name;
+  int (*main)(int argc, char **argv);
+  const char *summary;
+} command;
+
+static const command commands[] = {
+    {"run", cmd_run, "generate text from a prompt"},
+    {"inspect", cmd_inspect, "print a GGUF model's metadata, hyperparameters and tensors"},
+    {"backends", cmd_backends, "list backend plugins, their ABI and hardware"},
+    {"config", cmd_config, "print the configuration reference or the effective configuration"},
+    {"parity", cmd_parity, "compare a backend with a reference, per op and per token position"},
+    {"qa", cmd_qa, "replay a golden set of prompts and reference token ids"},
+    {"synth", cmd_synth, "write a synthetic model with seeded random weights"},
+    {"kernels", cmd_kernels, "the kernel cache: template schemas, cached entries, clear"},
+};
+
+static void usage(FILE *out) {
+  fprintf(out, "usage: kiln <command> [options]   (kiln <command> --help for its options)\n\n");
+  for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
+    fprintf(out, "  %-10s %s\n", commands[i].name, commands[i].summary);
+  fprintf(out, "\nkiln %s. Environment: KILN_CONFIG, KILN_BACKEND, KILN_MODEL, KILN_PLUGIN_PATH,\n"
+               "KILN_LOG_LEVEL, KILN_FALLBACK override the configuration file; flags override both.\n",
+          kiln_version());
+}
+
+int main(int argc, char **argv) {
+  if (argc < 2) {
+    usage(stderr);
+    return 2;
+  }
+  if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help")) {
+    usage(stdout);
+    return 0;
+  }
+  if (!strcmp(argv[1], "--version")) {
+    printf("kiln %s\n", kiln_version());
+    return 0;
+  }
+  for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
+    if (!strcmp(argv[1], commands[i].name)) return commands[i].main(argc - 1, argv + 1);
+  fprintf(stderr, "kiln: unknown command \"%s\"\n\n", argv[1]);
+  usage(stderr);
+  return 2;
+}

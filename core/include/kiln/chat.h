@@ -1,0 +1,78 @@
+/*
+ * kiln/chat.h — chat templates: a conversation to prompt tokens.
+ *
+ * kiln recognises the template a GGUF carries (tokenizer.chat_template, a
+ * Jinja text) by its markers, as llama.cpp's llm_chat_detect_template does,
+ * and renders it with its own code rather than a Jinja engine:
+ *
+ *   ChatML (qwen2, qwen3):  <|im_start|>ROLE\nCONTENT<|im_end|>\n ...
+ *                           then <|im_start|>assistant\n
+ *   llama-2:                [INST] CONTENT [/INST]   (system folded in as
+ *                           <<SYS>>\nSYSTEM\n<</SYS>>\n\n before the first)
+ *   llama-3:                <|start_header_id|>ROLE<|end_header_id|>\n\n
+ *                           CONTENT<|eot_id|> ... then the assistant header
+ *
+ * Like llama.cpp's renderer, no default system message is invented (Qwen2's
+ * Jinja adds "You are a helpful assistant." when none is given; pass one to
+ * get it).
+ *
+ * Rendering yields segments that remember whether their text is the
+ * template's or the user's: kiln_chat_tokenize() lets CONTROL and
+ * USER_DEFINED token texts (<|im_start|>) become special tokens only in the
+ * template's segments, never inside user content. BOS follows
+ * tokenizer.ggml.add_bos_token and is never doubled (not added when the
+ * rendered text already starts with it).
+ */
+#ifndef KILN_CHAT_H
+#define KILN_CHAT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "kiln/status.h"
+#include "kiln/tokenizer.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum kiln_chat_kind {
+  KILN_CHAT_NONE = 0, /* no template: the prompt goes in raw */
+  KILN_CHAT_CHATML = 1,
+  KILN_CHAT_LLAMA2 = 2,
+  KILN_CHAT_LLAMA3 = 3
+} kiln_chat_kind;
+
+/* The kind of a Jinja template text; KILN_CHAT_NONE for NULL, and
+ * KILN_STATUS_UNSUPPORTED for a template kiln does not recognise (naming
+ * its first characters), rather than a silent raw prompt. */
+kiln_status kiln_chat_detect(const char *jinja, kiln_chat_kind *out_kind);
+
+/* "chatml", "llama2", "llama3", "none". */
+const char *kiln_chat_kind_name(kiln_chat_kind kind);
+
+typedef struct kiln_chat_message {
+  const char *role;    /* "system", "user", "assistant" */
+  const char *content; /* UTF-8 */
+} kiln_chat_message;
+
+/* Whether `text` already holds this template's turn markers (a prompt the
+ * user templated by hand, which kiln must not wrap again). */
+bool kiln_chat_is_templated(kiln_chat_kind kind, const char *text);
+
+/* Renders msgs[0..n) and, with add_generation_prompt, the opening of the
+ * assistant's turn, then tokenizes: template text with
+ * KILN_TOKENIZE_PARSE_SPECIAL, message contents without it, BOS as the
+ * vocabulary says (never twice). *out_ids is malloc'd. When out_text is not
+ * NULL it receives the rendered text (malloc'd), for -v and tests. Errors:
+ * KILN_STATUS_INVALID_ARGUMENT for an unknown role or a system message not
+ * first; tokenizer errors. */
+kiln_status kiln_chat_tokenize(const kiln_vocab *v, kiln_chat_kind kind, const kiln_chat_message *msgs,
+                               size_t n, bool add_generation_prompt, int32_t **out_ids, size_t *out_n,
+                               char **out_text);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* KILN_CHAT_H */

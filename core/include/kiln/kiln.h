@@ -1,0 +1,135 @@
+/*
+ * kiln/kiln.h — the embedding API: what the `kiln` command itself uses.
+ *
+ *   kiln_runtime_open()   configuration (file, environment, overrides) and
+ *                         the plugin registry
+ *   kiln_model_open()     a GGUF model (kiln/model.h)
+ *   kiln_session_open()   the model's graph planned on a backend, with a KV
+ *                         cache; kiln_session_eval() feeds tokens (prefill in
+ *                         micro-batches, then decode one at a time)
+ *   kiln_generate()       prompt -> sampled tokens, streamed to a callback
+ *
+ * A minimal program (tests/embed/embed_example.c is a complete one):
+ *
+ *   kiln_runtime *rt; kiln_model *m; kiln_session *s;
+ *   kiln_runtime_open(&(kiln_runtime_options){0}, &rt);
+ *   kiln_model_open("stories260K.gguf", &m);
+ *   kiln_session_open(rt, m, NULL, &s);
+ *   ... kiln_tokenize(kiln_model_vocab(m), ...), kiln_generate(s, ...) ...
+ *
+ * Every function that can fail returns a kiln_status (kiln/status.h).
+ * Ownership: a session borrows its runtime and model (free the session
+ * first); everything else is owned by whoever opened it.
+ */
+#ifndef KILN_KILN_H
+#define KILN_KILN_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "kiln/backend.h"
+#include "kiln/config.h"
+#include "kiln/model.h"
+#include "kiln/plan.h"
+#include "kiln/sampler.h"
+#include "kiln/status.h"
+#include "kiln/tokenizer.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* kiln's version, "0.1.0". */
+const char *kiln_version(void);
+
+/* One `section.key = value` override (a command-line flag). */
+typedef struct kiln_config_override {
+  const char *section, *key, *value;
+  const char *origin; /* e.g. "--backend", named in errors */
+} kiln_config_override;
+
+typedef struct kiln_runtime_options {
+  /* The INI file; NULL means $KILN_CONFIG when set, else no file (the
+   * declared defaults). */
+  const char *config_path;
+  /* Whether the KILN_* environment variables apply (kiln/config.h). */
+  bool use_environment;
+  const kiln_config_override *overrides;
+  size_t n_overrides;
+} kiln_runtime_options;
+
+typedef struct kiln_runtime kiln_runtime;
+
+/* Loads and validates the configuration — plugins that own sections of it
+ * are loaded so their keys can be checked; an unknown section or key is an
+ * error naming file and line — and sets the log level. */
+kiln_status kiln_runtime_open(const kiln_runtime_options *opt, kiln_runtime **out_runtime);
+void kiln_runtime_free(kiln_runtime *rt);
+const kiln_config *kiln_runtime_config(const kiln_runtime *rt);
+/* The kernel-cache service ([kernel_cache]) the runtime hands to plugins. */
+struct kiln_kcache *kiln_runtime_kcache(kiln_runtime *rt);
+kiln_plugin_registry *kiln_runtime_plugins(kiln_runtime *rt);
+
+typedef struct kiln_session_options {
+  const char *backend;  /* NULL: [backend] name */
+  int32_t n_ctx;        /* 0: [model] n_ctx, else the model's context, at most 4096 */
+  int32_t batch;        /* 0: [backend] batch */
+  int fallback_cpu;     /* -1: [backend] fallback; 0: error; 1: cpu */
+  float eps_override;   /* 0, or plan every RMSNorm with this ε (parity self-test) */
+  /* Settings for this session only, over the runtime's configuration (e.g.
+   * {"cpu", "precision", "f64"} for an f64 reference beside an f32 run). */
+  const kiln_config_override *overrides;
+  size_t n_overrides;
+} kiln_session_options;
+
+typedef struct kiln_session kiln_session;
+
+/* Builds the graph and plans it (kiln/plan.h errors), then preloads every
+ * kernel. opt may be NULL (all defaults). */
+kiln_status kiln_session_open(kiln_runtime *rt, const kiln_model *m, const kiln_session_options *opt,
+                              kiln_session **out_session);
+void kiln_session_free(kiln_session *s);
+
+kiln_plan *kiln_session_plan(kiln_session *s);
+const kiln_model *kiln_session_model(const kiln_session *s);
+/* Tokens in the KV cache so far (the next token's position). */
+int32_t kiln_session_pos(const kiln_session *s);
+int32_t kiln_session_n_ctx(const kiln_session *s);
+/* Forgets the cache: the next eval starts at position 0. */
+void kiln_session_reset(kiln_session *s);
+
+/* Feeds ids[0..n) at the current position, in micro-batches of the
+ * session's batch, and advances it. out_logits, if not NULL, receives
+ * [n_vocab] logits of the last token; out_all_logits, if not NULL,
+ * [n_vocab, n] logits of every token (ne0 first). KILN_STATUS_OUT_OF_RANGE
+ * when the cache would overflow (naming both lengths) or an id is not in
+ * the vocabulary. */
+kiln_status kiln_session_eval(kiln_session *s, const int32_t *ids, int32_t n, float *out_logits,
+                              float *out_all_logits);
+
+/* Called with each generated token and its text (raw bytes: a UTF-8
+ * character may be split across tokens). Return false to stop. */
+typedef bool (*kiln_token_callback)(int32_t token, const char *piece, size_t len, void *user);
+
+typedef struct kiln_generate_stats {
+  int32_t n_prompt, n_generated;
+  int32_t n_decoded; /* decode steps run (generated tokens fed back) */
+  double prefill_seconds, decode_seconds;
+  bool stopped_at_eos; /* ended on EOS / end-of-turn rather than n_predict */
+} kiln_generate_stats;
+
+/* Prefills prompt[0..n_prompt) (after whatever the session already holds),
+ * then samples up to n_predict tokens, stopping after EOS or end-of-turn
+ * (which are reported to cb but not rendered). out_ids, if not NULL, has
+ * room for n_predict ids. The last sampled token is not fed back (nobody
+ * reads its logits): to continue, pass it to kiln_session_eval() first.
+ * Errors of eval and sampling pass through. */
+kiln_status kiln_generate(kiln_session *s, const int32_t *prompt, int32_t n_prompt, int32_t n_predict,
+                          kiln_sampler *sampler, kiln_token_callback cb, void *user, int32_t *out_ids,
+                          kiln_generate_stats *out_stats);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* KILN_KILN_H */

@@ -1,0 +1,93 @@
+/*
+ * kiln/plan.h — the executor: a graph assigned to backends, with buffers,
+ * run one step (a batch of tokens) at a time.
+ *
+ * Planning assigns every node to the configured backend. A node that backend
+ * cannot run (its supports() says why) fails the plan, naming the node and
+ * the reason, unless fallback to cpu is allowed; then the node runs on the
+ * cpu backend and the fallback is recorded as (node, backend, cause),
+ * counted and printable. There is no other fallback: a backend whose
+ * hardware is absent fails the plan with the probe's reason.
+ *
+ * Buffers are allocated and weights uploaded (or mapped, on host-memory
+ * backends) when the plan is made; kiln_plan_preload() then calls every
+ * backend's prepare() on every node, so every kernel the plan needs is
+ * resolved — through the kernel cache, with the model's own parameters —
+ * before the first step. When consecutive nodes run on different backends,
+ * the executor copies the tensors between them through host memory.
+ *
+ * Ownership: the plan borrows the graph, registry and config (they must
+ * outlive it) and owns the backend instances it opens.
+ */
+#ifndef KILN_PLAN_H
+#define KILN_PLAN_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "kiln/backend.h"
+#include "kiln/config.h"
+#include "kiln/model.h"
+#include "kiln/status.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct kiln_plan kiln_plan;
+
+/* One node that ran elsewhere than the configured backend. */
+typedef struct kiln_fallback {
+  const kiln_node *node;
+  const char *backend; /* where it ran: "cpu" */
+  const char *cause;   /* the configured backend's supports() message */
+} kiln_fallback;
+
+/* Plans g on `backend` (a plugin name found through r), with its section of
+ * c. fallback_cpu: nodes `backend` cannot run go to cpu (recorded) instead
+ * of failing. Errors: KILN_STATUS_NOT_FOUND (no such plugin),
+ * KILN_STATUS_UNAVAILABLE (probe says the hardware is absent, with why),
+ * KILN_STATUS_UNSUPPORTED (a node without fallback; names node and cause),
+ * NO_MEMORY / DEVICE from buffer allocation or weight upload. */
+kiln_status kiln_plan_create(const kiln_graph *g, kiln_plugin_registry *r, const kiln_config *c,
+                             const char *backend, bool fallback_cpu, kiln_plan **out_plan);
+void kiln_plan_free(kiln_plan *p);
+
+/* Calls prepare() for every node on its backend (kernel resolution). Done
+ * once; kiln_plan_step() calls it if it has not run. Errors name the node. */
+kiln_status kiln_plan_preload(kiln_plan *p);
+
+/* Runs the whole graph for tokens[0..n) at positions pos0..pos0+n-1.
+ * n <= the graph's batch and pos0 + n <= n_ctx (KILN_STATUS_OUT_OF_RANGE
+ * otherwise). Positions before pos0 must have been run already: their K
+ * and V are read from the cache. */
+kiln_status kiln_plan_step(kiln_plan *p, const int32_t *tokens, int32_t n, int32_t pos0);
+
+/* Copies columns col0..col0+n_cols-1 of F32 tensor t (an activation of the
+ * last step, or a KV cache) to out ([ne0, n_cols], ne0 first). */
+kiln_status kiln_plan_read(kiln_plan *p, const kiln_tensor *t, int32_t col0, int32_t n_cols, float *out);
+
+/* Called after every node when set: data is the node's output for this
+ * step, [dst->ne0, n_tokens] (for STORE_KV: the cache columns it wrote).
+ * Setting an observer makes the executor run one node per backend call and
+ * read every output back: for parity runs, not for speed. A non-NULL
+ * status from the observer stops the step and is returned. */
+typedef kiln_status (*kiln_node_observer)(const kiln_node *node, const float *data, int32_t n_tokens,
+                                          int32_t pos0, void *user);
+void kiln_plan_set_observer(kiln_plan *p, kiln_node_observer fn, void *user);
+
+const kiln_graph *kiln_plan_graph(const kiln_plan *p);
+/* The backend node i runs on ("cpu", "cuda-batched"). */
+const char *kiln_plan_node_backend(const kiln_plan *p, uint32_t i);
+const char *kiln_plan_backend_name(const kiln_plan *p);
+
+uint32_t kiln_plan_n_fallbacks(const kiln_plan *p);
+const kiln_fallback *kiln_plan_fallback(const kiln_plan *p, uint32_t i);
+/* "fallback: 12 of 58 nodes ran on cpu" and one line per node with cause. */
+void kiln_plan_print_fallbacks(const kiln_plan *p, FILE *out);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* KILN_PLAN_H */

@@ -1,0 +1,202 @@
+/* Chat templates rendered by kiln's own code, as segments that keep the
+ * template's text apart from the user's (kiln/chat.h). */
+#include "config.h"
+
+#include "kiln/chat.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+kiln_status kiln_chat_detect(const char *jinja, kiln_chat_kind *out_kind) {
+  *out_kind = KILN_CHAT_NONE;
+  if (!jinja) return NULL;
+  if (strstr(jinja, "<|im_start|>")) *out_kind = KILN_CHAT_CHATML;
+  else if (strstr(jinja, "<|start_header_id|>")) *out_kind = KILN_CHAT_LLAMA3;
+  else if (strstr(jinja, "[INST]")) *out_kind = KILN_CHAT_LLAMA2;
+  else
+    return kiln_status_new(KILN_STATUS_UNSUPPORTED,
+                           "tokenizer.chat_template is not one kiln renders (ChatML, llama-2, llama-3): "
+                           "\"%.60s...\"; use --raw and template the prompt yourself",
+                           jinja);
+  return NULL;
+}
+
+const char *kiln_chat_kind_name(kiln_chat_kind kind) {
+  switch (kind) {
+  case KILN_CHAT_NONE: return "none";
+  case KILN_CHAT_CHATML: return "chatml";
+  case KILN_CHAT_LLAMA2: return "llama2";
+  case KILN_CHAT_LLAMA3: return "llama3";
+  }
+  return "?";
+}
+
+bool kiln_chat_is_templated(kiln_chat_kind kind, const char *text) {
+  switch (kind) {
+  case KILN_CHAT_CHATML: return strstr(text, "<|im_start|>") != NULL;
+  case KILN_CHAT_LLAMA3: return strstr(text, "<|start_header_id|>") != NULL;
+  case KILN_CHAT_LLAMA2: return strstr(text, "[INST]") != NULL;
+  case KILN_CHAT_NONE: return false;
+  }
+  return false;
+}
+
+typedef struct segment {
+  const char *text;
+  size_t len;
+  bool is_template; /* special tokens allowed */
+} segment;
+
+typedef struct render {
+  segment *seg;
+  size_t n, cap;
+  kiln_status err;
+} render;
+
+static void add(render *r, const char *text, size_t len, bool is_template) {
+  if (r->err || len == 0) return;
+  if (r->n == r->cap) {
+    size_t cap = r->cap ? 2 * r->cap : 16;
+    segment *s = realloc(r->seg, cap * sizeof *s);
+    if (!s) {
+      r->err = kiln_status_new(KILN_STATUS_NO_MEMORY, "chat template");
+      return;
+    }
+    r->seg = s;
+    r->cap = cap;
+  }
+  r->seg[r->n++] = (segment){text, len, is_template};
+}
+
+#define TMPL(r, s) add((r), (s), strlen(s), true)
+#define USER(r, s) add((r), (s), strlen(s), false)
+
+static bool role_is(const kiln_chat_message *m, const char *role) { return strcmp(m->role, role) == 0; }
+
+static kiln_status check_roles(const kiln_chat_message *msgs, size_t n) {
+  for (size_t i = 0; i < n; i++) {
+    if (!role_is(&msgs[i], "system") && !role_is(&msgs[i], "user") && !role_is(&msgs[i], "assistant"))
+      return kiln_status_new(KILN_STATUS_INVALID_ARGUMENT, "chat message %zu: unknown role \"%s\"", i,
+                             msgs[i].role);
+    if (i > 0 && role_is(&msgs[i], "system"))
+      return kiln_status_new(KILN_STATUS_INVALID_ARGUMENT, "chat message %zu: a system message must come first",
+                             i);
+  }
+  return NULL;
+}
+
+static void render_chatml(render *r, const kiln_chat_message *msgs, size_t n, bool gen) {
+  for (size_t i = 0; i < n; i++) {
+    TMPL(r, "<|im_start|>");
+    TMPL(r, msgs[i].role);
+    TMPL(r, "\n");
+    USER(r, msgs[i].content);
+    TMPL(r, "<|im_end|>\n");
+  }
+  if (gen) TMPL(r, "<|im_start|>assistant\n");
+}
+
+/* Meta's llama-2 chat format: each user turn in [INST] ... [/INST], the
+ * system prompt inside the first one, BOS before every turn after the
+ * first (the first BOS is the tokenizer's). */
+static void render_llama2(render *r, const kiln_chat_message *msgs, size_t n) {
+  const char *system = NULL;
+  bool first = true;
+  for (size_t i = 0; i < n; i++) {
+    if (role_is(&msgs[i], "system")) {
+      system = msgs[i].content;
+    } else if (role_is(&msgs[i], "user")) {
+      TMPL(r, first ? "[INST] " : "<s>[INST] ");
+      if (system) {
+        TMPL(r, "<<SYS>>\n");
+        USER(r, system);
+        TMPL(r, "\n<</SYS>>\n\n");
+        system = NULL;
+      }
+      USER(r, msgs[i].content);
+      TMPL(r, " [/INST]");
+      first = false;
+    } else {
+      TMPL(r, " ");
+      USER(r, msgs[i].content);
+      TMPL(r, " </s>");
+    }
+  }
+}
+
+static void render_llama3(render *r, const kiln_chat_message *msgs, size_t n, bool gen) {
+  for (size_t i = 0; i < n; i++) {
+    TMPL(r, "<|start_header_id|>");
+    TMPL(r, msgs[i].role);
+    TMPL(r, "<|end_header_id|>\n\n");
+    USER(r, msgs[i].content);
+    TMPL(r, "<|eot_id|>");
+  }
+  if (gen) TMPL(r, "<|start_header_id|>assistant<|end_header_id|>\n\n");
+}
+
+static kiln_status append_ids(int32_t **all, size_t *n_all, const int32_t *ids, size_t n) {
+  int32_t *g = realloc(*all, (*n_all + n + 1) * sizeof *g);
+  if (!g) return kiln_status_new(KILN_STATUS_NO_MEMORY, "chat tokens");
+  memcpy(g + *n_all, ids, n * sizeof *ids);
+  *all = g;
+  *n_all += n;
+  return NULL;
+}
+
+kiln_status kiln_chat_tokenize(const kiln_vocab *v, kiln_chat_kind kind, const kiln_chat_message *msgs,
+                               size_t n, bool add_generation_prompt, int32_t **out_ids, size_t *out_n,
+                               char **out_text) {
+  *out_ids = NULL;
+  *out_n = 0;
+  if (out_text) *out_text = NULL;
+  KILN_RETURN_IF_ERROR(check_roles(msgs, n));
+  render r = {0};
+  switch (kind) {
+  case KILN_CHAT_CHATML: render_chatml(&r, msgs, n, add_generation_prompt); break;
+  case KILN_CHAT_LLAMA2: render_llama2(&r, msgs, n); break;
+  case KILN_CHAT_LLAMA3: render_llama3(&r, msgs, n, add_generation_prompt); break;
+  case KILN_CHAT_NONE:
+    for (size_t i = 0; i < n; i++) USER(&r, msgs[i].content);
+    break;
+  }
+  kiln_status st = r.err;
+  int32_t *all = NULL;
+  size_t n_all = 0;
+  int32_t bos = kiln_vocab_bos(v);
+  if (!st && kiln_vocab_add_bos(v) && bos >= 0) st = append_ids(&all, &n_all, &bos, 1);
+  for (size_t i = 0; !st && i < r.n; i++) {
+    int32_t *ids;
+    size_t m;
+    st = kiln_tokenize(v, r.seg[i].text, r.seg[i].len, r.seg[i].is_template ? KILN_TOKENIZE_PARSE_SPECIAL : 0,
+                       &ids, &m);
+    if (st) break;
+    /* a template that begins with BOS text must not get a second BOS */
+    size_t skip = n_all == 1 && m > 0 && ids[0] == bos && all[0] == bos ? 1 : 0;
+    st = append_ids(&all, &n_all, ids + skip, m - skip);
+    free(ids);
+  }
+  if (!st && out_text) {
+    size_t len = 0;
+    for (size_t i = 0; i < r.n; i++) len += r.seg[i].len;
+    char *t = malloc(len + 1);
+    if (!t) st = kiln_status_new(KILN_STATUS_NO_MEMORY, "chat text");
+    for (size_t i = 0, o = 0; !st && i < r.n; i++) {
+      memcpy(t + o, r.seg[i].text, r.seg[i].len);
+      o += r.seg[i].len;
+    }
+    if (!st) {
+      t[len] = 0;
+      *out_text = t;
+    }
+  }
+  free(r.seg);
+  if (st) {
+    free(all);
+    return st;
+  }
+  if (!all) all = malloc(sizeof *all); /* zero tokens: still a valid array */
+  *out_ids = all;
+  *out_n = n_all;
+  return NULL;
+}

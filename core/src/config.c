@@ -1,0 +1,522 @@
+/* Configuration: entries from the file, the environment and flags, checked
+ * against declared schemas (kiln/config.h says why in two phases). */
+#include "config.h"
+
+#include "kiln/config.h"
+
+#include <errno.h>
+#include <ini.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "config_internal.h"
+
+/* Where an entry came from; later priorities override earlier ones. */
+enum { PRIO_FILE = 0, PRIO_ENV = 1, PRIO_FLAG = 2 };
+
+typedef struct entry {
+  char *section, *key, *value;
+  char *base_dir; /* file entries: the file's folder, for relative PATH values */
+  char *origin; /* "conf/kiln.ini:7", "KILN_BACKEND", "--backend" */
+  int prio;
+} entry;
+
+struct kiln_config_section {
+  char *name;
+  const kiln_config_key *keys;
+  uint32_t n_keys;
+  char **values;  /* per key: current value text, NULL when unset */
+  const char **origins;
+};
+
+struct kiln_config {
+  kiln_config_section **sections;
+  size_t n_sections;
+  entry *entries;
+  size_t n_entries, cap_entries;
+  char *file;
+};
+
+static char *xstrdup(const char *s) { return s ? strdup(s) : NULL; }
+
+static const kiln_config_key *find_key(const kiln_config_section *s, const char *key, uint32_t *out_i) {
+  for (uint32_t i = 0; i < s->n_keys; i++)
+    if (strcmp(s->keys[i].name, key) == 0) {
+      if (out_i) *out_i = i;
+      return &s->keys[i];
+    }
+  return NULL;
+}
+
+static kiln_config_section *find_section(const kiln_config *c, const char *name) {
+  for (size_t i = 0; i < c->n_sections; i++)
+    if (strcmp(c->sections[i]->name, name) == 0) return c->sections[i];
+  return NULL;
+}
+
+static const char *type_name(kiln_config_type t) {
+  switch (t) {
+  case KILN_CONFIG_BOOL: return "bool";
+  case KILN_CONFIG_INT: return "int";
+  case KILN_CONFIG_FLOAT: return "float";
+  case KILN_CONFIG_STRING: return "string";
+  case KILN_CONFIG_ENUM: return "enum";
+  case KILN_CONFIG_PATH: return "path";
+  }
+  return "?";
+}
+
+/* Parses a bool spelling; -1 if it is none. */
+static int parse_bool(const char *v) {
+  static const char *yes[] = {"true", "yes", "on", "1"}, *no[] = {"false", "no", "off", "0"};
+  for (int i = 0; i < 4; i++) {
+    if (strcasecmp(v, yes[i]) == 0) return 1;
+    if (strcasecmp(v, no[i]) == 0) return 0;
+  }
+  return -1;
+}
+
+static bool enum_has(const char *choices, const char *v) {
+  size_t n = strlen(v);
+  for (const char *p = choices; p && *p;) {
+    const char *bar = strchr(p, '|');
+    size_t len = bar ? (size_t)(bar - p) : strlen(p);
+    if (len == n && strncmp(p, v, n) == 0) return true;
+    p = bar ? bar + 1 : NULL;
+  }
+  return false;
+}
+
+/* Checks `value` against key `k`; a status naming the problem, without the
+ * location (the caller prefixes it). */
+static kiln_status check_value(const kiln_config_key *k, const char *value) {
+  switch (k->type) {
+  case KILN_CONFIG_BOOL:
+    if (parse_bool(value) < 0)
+      return kiln_status_new(KILN_STATUS_INVALID_ARGUMENT, "\"%s\" is not a bool (true/false)", value);
+    return NULL;
+  case KILN_CONFIG_INT: {
+    char *end;
+    errno = 0;
+    long long v = strtoll(value, &end, 10);
+    if (errno || end == value || *end)
+      return kiln_status_new(KILN_STATUS_INVALID_ARGUMENT, "\"%s\" is not an integer", value);
+    if ((double)v < k->min || (double)v > k->max)
+      return kiln_status_new(KILN_STATUS_OUT_OF_RANGE, "%lld is outside [%.17g, %.17g]", v, k->min,
+                             k->max);
+    return NULL;
+  }
+  case KILN_CONFIG_FLOAT: {
+    char *end;
+    errno = 0;
+    double v = strtod(value, &end);
+    if (errno || end == value || *end || v != v || v - v != 0)
+      return kiln_status_new(KILN_STATUS_INVALID_ARGUMENT, "\"%s\" is not a finite number", value);
+    if (v < k->min || v > k->max)
+      return kiln_status_new(KILN_STATUS_OUT_OF_RANGE, "%s is outside [%.17g, %.17g]", value, k->min,
+                             k->max);
+    return NULL;
+  }
+  case KILN_CONFIG_ENUM:
+    if (!enum_has(k->choices, value))
+      return kiln_status_new(KILN_STATUS_INVALID_ARGUMENT, "\"%s\" is not one of %s", value,
+                             k->choices);
+    return NULL;
+  case KILN_CONFIG_STRING:
+  case KILN_CONFIG_PATH:
+    return NULL;
+  }
+  return kiln_status_new(KILN_STATUS_INTERNAL, "key %s has an unknown type", k->name);
+}
+
+kiln_status kiln_config_declare(kiln_config *c, const char *name, const kiln_config_key *keys,
+                                uint32_t n_keys) {
+  if (find_section(c, name))
+    return kiln_status_new(KILN_STATUS_INVALID_ARGUMENT, "config section [%s] is declared twice", name);
+  kiln_config_section *s = calloc(1, sizeof *s);
+  kiln_config_section **grown = realloc(c->sections, (c->n_sections + 1) * sizeof *grown);
+  if (!s || !grown) {
+    free(s);
+    if (grown) c->sections = grown;
+    return kiln_status_new(KILN_STATUS_NO_MEMORY, "declaring config section [%s]", name);
+  }
+  c->sections = grown;
+  s->name = strdup(name);
+  s->keys = keys;
+  s->n_keys = n_keys;
+  s->values = calloc(n_keys ? n_keys : 1, sizeof *s->values);
+  s->origins = calloc(n_keys ? n_keys : 1, sizeof *s->origins);
+  c->sections[c->n_sections++] = s;
+  for (uint32_t i = 0; i < n_keys; i++) {
+    if (!keys[i].default_value) continue;
+    kiln_status st = check_value(&keys[i], keys[i].default_value);
+    if (st)
+      return kiln_status_annotate(st, "default of [%s] %s", name, keys[i].name);
+    s->values[i] = strdup(keys[i].default_value);
+    s->origins[i] = "default";
+  }
+  return NULL;
+}
+
+kiln_status kiln_config_new(kiln_config **out_config) {
+  *out_config = NULL;
+  kiln_config *c = calloc(1, sizeof *c);
+  if (!c) return kiln_status_new(KILN_STATUS_NO_MEMORY, "allocating the configuration");
+  for (const kiln__config_table *t = kiln__config_core_tables; t->name; t++) {
+    kiln_status st = kiln_config_declare(c, t->name, t->keys, t->n_keys);
+    if (st) {
+      kiln_config_free(c);
+      return st;
+    }
+  }
+  *out_config = c;
+  return NULL;
+}
+
+static void free_section(kiln_config_section *s) {
+  for (uint32_t i = 0; i < s->n_keys; i++) free(s->values[i]);
+  free(s->values);
+  free(s->origins);
+  free(s->name);
+  free(s);
+}
+
+void kiln_config_free(kiln_config *c) {
+  if (!c) return;
+  for (size_t i = 0; i < c->n_sections; i++) free_section(c->sections[i]);
+  for (size_t i = 0; i < c->n_entries; i++) {
+    free(c->entries[i].section);
+    free(c->entries[i].key);
+    free(c->entries[i].value);
+    free(c->entries[i].origin);
+    free(c->entries[i].base_dir);
+  }
+  free(c->sections);
+  free(c->entries);
+  free(c->file);
+  free(c);
+}
+
+static kiln_status add_entry(kiln_config *c, const char *section, const char *key, const char *value,
+                             const char *origin, int prio, const char *base_dir);
+
+kiln_status kiln_config_copy(const kiln_config *c, kiln_config **out_copy) {
+  *out_copy = NULL;
+  kiln_config *d = calloc(1, sizeof *d);
+  if (!d) return kiln_status_new(KILN_STATUS_NO_MEMORY, "copying the configuration");
+  kiln_status st = NULL;
+  for (size_t i = 0; !st && i < c->n_sections; i++)
+    st = kiln_config_declare(d, c->sections[i]->name, c->sections[i]->keys, c->sections[i]->n_keys);
+  for (size_t i = 0; !st && i < c->n_entries; i++) {
+    const entry *e = &c->entries[i];
+    st = add_entry(d, e->section, e->key, e->value, e->origin, e->prio, e->base_dir);
+  }
+  if (!st && c->file && !(d->file = strdup(c->file))) st = kiln_status_new(KILN_STATUS_NO_MEMORY, "config");
+  if (st) {
+    kiln_config_free(d);
+    return st;
+  }
+  *out_copy = d;
+  return NULL;
+}
+
+static kiln_status add_entry(kiln_config *c, const char *section, const char *key, const char *value,
+                             const char *origin, int prio, const char *base_dir) {
+  if (c->n_entries == c->cap_entries) {
+    size_t cap = c->cap_entries ? 2 * c->cap_entries : 16;
+    entry *e = realloc(c->entries, cap * sizeof *e);
+    if (!e) return kiln_status_new(KILN_STATUS_NO_MEMORY, "config entry");
+    c->entries = e;
+    c->cap_entries = cap;
+  }
+  entry *e = &c->entries[c->n_entries++];
+  e->section = xstrdup(section);
+  e->key = xstrdup(key);
+  e->value = xstrdup(value);
+  e->origin = xstrdup(origin);
+  e->base_dir = xstrdup(base_dir);
+  e->prio = prio;
+  return NULL;
+}
+
+/* inih hands us lines through this reader so we know the line number of
+ * each key: inih's own lineno is only passed to handlers when the library
+ * is built with INI_HANDLER_LINENO, which Debian's is not. */
+typedef struct parse_state {
+  kiln_config *c;
+  FILE *f;
+  const char *path;
+  char *dir;
+  int line;
+  kiln_status error;
+} parse_state;
+
+static char *read_line(char *buf, int size, void *stream) {
+  parse_state *ps = stream;
+  char *r = fgets(buf, size, ps->f);
+  if (!r) return NULL;
+  ps->line++;
+  /* inih's line buffer is fixed; a longer line would be split silently. */
+  size_t n = strlen(buf);
+  if (n == (size_t)size - 1 && buf[n - 1] != '\n' && !feof(ps->f)) {
+    if (!ps->error)
+      ps->error = kiln_status_new(KILN_STATUS_INVALID_ARGUMENT, "%s:%d: line longer than %d bytes", ps->path,
+                                  ps->line, size - 2);
+    return NULL;
+  }
+  return r;
+}
+
+static int on_entry(void *user, const char *section, const char *name, const char *value) {
+  parse_state *ps = user;
+  if (!name) return 1; /* a bare [section] line */
+  char origin[4096 + 32];
+  snprintf(origin, sizeof origin, "%s:%d", ps->path, ps->line);
+  if (!*section) {
+    if (!ps->error)
+      ps->error = kiln_status_new(KILN_STATUS_INVALID_ARGUMENT, "%s: key \"%s\" is outside any [section]",
+                                  origin, name);
+    return 0;
+  }
+  for (size_t i = 0; i < ps->c->n_entries; i++) {
+    entry *e = &ps->c->entries[i];
+    if (e->prio == PRIO_FILE && !strcmp(e->section, section) && !strcmp(e->key, name)) {
+      if (!ps->error)
+        ps->error = kiln_status_new(KILN_STATUS_INVALID_ARGUMENT,
+                                    "%s: [%s] %s is set twice (first at %s)", origin, section, name,
+                                    e->origin);
+      return 0;
+    }
+  }
+  kiln_status st = add_entry(ps->c, section, name, value, origin, PRIO_FILE, ps->dir);
+  if (st) {
+    if (!ps->error) ps->error = st;
+    else kiln_status_free(st);
+    return 0;
+  }
+  return 1;
+}
+
+kiln_status kiln_config_load_file(kiln_config *c, const char *path) {
+  if (c->file)
+    return kiln_status_new(KILN_STATUS_INVALID_ARGUMENT, "%s: a configuration file (%s) is already loaded",
+                           path, c->file);
+  FILE *f = fopen(path, "r");
+  if (!f)
+    return kiln_status_new(errno == ENOENT ? KILN_STATUS_NOT_FOUND : KILN_STATUS_IO,
+                           "%s: cannot open configuration file: %s", path, strerror(errno));
+  /* Relative paths in a file are relative to the file's folder, so a
+   * config means the same whatever the current directory. */
+  const char *slash = strrchr(path, '/');
+  parse_state ps = {c, f, path, slash ? strndup(path, (size_t)(slash - path)) : strdup("."), 0, NULL};
+  int rc = ini_parse_stream(read_line, &ps, on_entry, &ps);
+  fclose(f);
+  free(ps.dir);
+  if (ps.error) return ps.error;
+  if (rc < 0) return kiln_status_new(KILN_STATUS_IO, "%s: cannot read configuration file", path);
+  if (rc > 0)
+    return kiln_status_new(KILN_STATUS_INVALID_ARGUMENT,
+                           "%s:%d: syntax error (expected [section], key = value, or a ; comment)",
+                           path, rc);
+  c->file = strdup(path);
+  return NULL;
+}
+
+/* Environment variables and the section.key each one sets. */
+static const struct {
+  const char *var, *section, *key;
+} env_map[] = {
+    {"KILN_BACKEND", "backend", "name"},
+    {"KILN_FALLBACK", "backend", "fallback"},
+    {"KILN_MODEL", "model", "path"},
+    {"KILN_PLUGIN_PATH", "general", "plugin_path"},
+    {"KILN_LOG_LEVEL", "general", "log_level"},
+    {"KILN_KERNEL_CACHE_DIR", "kernel_cache", "dir"},
+};
+
+kiln_status kiln_config_apply_env(kiln_config *c) {
+  for (size_t i = 0; i < sizeof env_map / sizeof env_map[0]; i++) {
+    const char *v = getenv(env_map[i].var);
+    if (!v || !*v) continue;
+    KILN_RETURN_IF_ERROR(add_entry(c, env_map[i].section, env_map[i].key, v, env_map[i].var, PRIO_ENV, NULL));
+  }
+  return NULL;
+}
+
+kiln_status kiln_config_set(kiln_config *c, const char *section, const char *key, const char *value,
+                            const char *origin) {
+  kiln_config_section *s = find_section(c, section);
+  if (s) {
+    const kiln_config_key *k = find_key(s, key, NULL);
+    if (!k)
+      return kiln_status_new(KILN_STATUS_INVALID_ARGUMENT, "%s: section [%s] has no key \"%s\"", origin,
+                             section, key);
+    kiln_status st = check_value(k, value);
+    if (st) return kiln_status_annotate(st, "%s: [%s] %s", origin, section, key);
+  }
+  return add_entry(c, section, key, value, origin, PRIO_FLAG, NULL);
+}
+
+/* `value` (a ':'-separated list of paths) with each relative element
+ * prefixed by base_dir; malloc'd. */
+static char *resolve_paths(const char *base_dir, const char *value) {
+  size_t cap = strlen(value) + 1, n = 0;
+  for (const char *p = value; *p; p++) cap += *p == ':' ? strlen(base_dir) + 1 : 0;
+  cap += strlen(base_dir) + 1;
+  char *out = malloc(cap);
+  if (!out) return NULL;
+  for (const char *p = value;;) {
+    const char *colon = strchr(p, ':');
+    size_t len = colon ? (size_t)(colon - p) : strlen(p);
+    if (len && p[0] != '/') n += (size_t)snprintf(out + n, cap - n, "%s/", base_dir);
+    memcpy(out + n, p, len);
+    n += len;
+    if (!colon) break;
+    out[n++] = ':';
+    p = colon + 1;
+  }
+  out[n] = 0;
+  return out;
+}
+
+/* Appends "line" to a status that collects every problem. */
+static kiln_status collect(kiln_status all, kiln_status one) {
+  if (!all) return one;
+  kiln_status merged = kiln_status_new(kiln_status_code_of(all), "%s\n%s", kiln_status_message(all),
+                                       kiln_status_message(one));
+  kiln_status_free(all);
+  kiln_status_free(one);
+  return merged;
+}
+
+kiln_status kiln_config_validate(kiln_config *c, bool allow_undeclared_sections) {
+  kiln_status all = NULL;
+  for (int prio = PRIO_FILE; prio <= PRIO_FLAG; prio++) {
+    for (size_t i = 0; i < c->n_entries; i++) {
+      entry *e = &c->entries[i];
+      if (e->prio != prio) continue;
+      kiln_config_section *s = find_section(c, e->section);
+      if (!s) {
+        if (!allow_undeclared_sections)
+          all = collect(all, kiln_status_new(KILN_STATUS_INVALID_ARGUMENT,
+                                             "%s: unknown section [%s] (kiln config --help lists them)",
+                                             e->origin, e->section));
+        continue;
+      }
+      uint32_t ki;
+      const kiln_config_key *k = find_key(s, e->key, &ki);
+      if (!k) {
+        all = collect(all, kiln_status_new(KILN_STATUS_INVALID_ARGUMENT,
+                                           "%s: unknown key \"%s\" in section [%s]", e->origin, e->key,
+                                           e->section));
+        continue;
+      }
+      kiln_status st = check_value(k, e->value);
+      if (st) {
+        all = collect(all, kiln_status_annotate(st, "%s: [%s] %s", e->origin, e->section, e->key));
+        continue;
+      }
+      free(s->values[ki]);
+      s->values[ki] = k->type == KILN_CONFIG_PATH && e->base_dir ? resolve_paths(e->base_dir, e->value)
+                                                                 : strdup(e->value);
+      s->origins[ki] = e->origin;
+    }
+  }
+  return all;
+}
+
+void kiln_config_each_undeclared(const kiln_config *c, void (*fn)(const char *section, void *user),
+                                 void *user) {
+  for (size_t i = 0; i < c->n_entries; i++) {
+    const char *name = c->entries[i].section;
+    if (find_section(c, name)) continue;
+    bool seen = false;
+    for (size_t j = 0; j < i && !seen; j++) seen = strcmp(c->entries[j].section, name) == 0;
+    if (!seen) fn(name, user);
+  }
+}
+
+const kiln_config_section *kiln_config_section_get(const kiln_config *c, const char *name) {
+  return find_section(c, name);
+}
+
+/* The value text of `key`, whose declared type must be in `mask` (bits of
+ * kiln_config_type). */
+static const char *get_typed(const kiln_config_section *s, const char *key, unsigned mask,
+                             const char *want) {
+  if (!s) return NULL;
+  uint32_t i;
+  const kiln_config_key *k = find_key(s, key, &i);
+  if (!k || !(mask & (1u << k->type))) {
+    fprintf(stderr, "kiln: internal error: config [%s] %s read as %s, declared %s\n", s->name, key,
+            want, k ? type_name(k->type) : "nowhere");
+    return NULL;
+  }
+  return s->values[i];
+}
+
+#define TYPE_BIT(t) (1u << (t))
+
+const char *kiln_config_get_str(const kiln_config_section *s, const char *key) {
+  return get_typed(s, key,
+                   TYPE_BIT(KILN_CONFIG_STRING) | TYPE_BIT(KILN_CONFIG_PATH) | TYPE_BIT(KILN_CONFIG_ENUM),
+                   "string");
+}
+
+int64_t kiln_config_get_int(const kiln_config_section *s, const char *key) {
+  const char *v = get_typed(s, key, TYPE_BIT(KILN_CONFIG_INT), "int");
+  return v ? strtoll(v, NULL, 10) : 0;
+}
+
+double kiln_config_get_float(const kiln_config_section *s, const char *key) {
+  const char *v = get_typed(s, key, TYPE_BIT(KILN_CONFIG_FLOAT), "float");
+  return v ? strtod(v, NULL) : 0.0;
+}
+
+bool kiln_config_get_bool(const kiln_config_section *s, const char *key) {
+  const char *v = get_typed(s, key, TYPE_BIT(KILN_CONFIG_BOOL), "bool");
+  return v && parse_bool(v) == 1;
+}
+
+const char *kiln_config_origin(const kiln_config_section *s, const char *key) {
+  uint32_t i;
+  if (!s || !find_key(s, key, &i)) return NULL;
+  return s->origins[i] ? s->origins[i] : "unset";
+}
+
+const char *kiln_config_file(const kiln_config *c) { return c->file; }
+
+static void print_range(const kiln_config_key *k, FILE *out) {
+  switch (k->type) {
+  case KILN_CONFIG_INT: fprintf(out, "int %.0f..%.0f", k->min, k->max); break;
+  case KILN_CONFIG_FLOAT: fprintf(out, "float %g..%g", k->min, k->max); break;
+  case KILN_CONFIG_ENUM: fprintf(out, "one of %s", k->choices); break;
+  default: fputs(type_name(k->type), out); break;
+  }
+}
+
+void kiln_config_print_help(const kiln_config *c, FILE *out) {
+  for (size_t i = 0; i < c->n_sections; i++) {
+    const kiln_config_section *s = c->sections[i];
+    fprintf(out, "[%s]\n", s->name);
+    for (uint32_t j = 0; j < s->n_keys; j++) {
+      const kiln_config_key *k = &s->keys[j];
+      fprintf(out, "  %-16s ", k->name);
+      print_range(k, out);
+      fprintf(out, ", default %s\n      %s\n", k->default_value ? k->default_value : "(unset)", k->help);
+    }
+    fputc('\n', out);
+  }
+}
+
+void kiln_config_print(const kiln_config *c, FILE *out) {
+  for (size_t i = 0; i < c->n_sections; i++) {
+    const kiln_config_section *s = c->sections[i];
+    fprintf(out, "[%s]\n", s->name);
+    for (uint32_t j = 0; j < s->n_keys; j++)
+      fprintf(out, "%s = %s    ; %s\n", s->keys[j].name, s->values[j] ? s->values[j] : "",
+              s->origins[j] ? s->origins[j] : "unset");
+    fputc('\n', out);
+  }
+}

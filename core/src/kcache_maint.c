@@ -1,0 +1,147 @@
+/* Maintenance of the disk tier for `kiln kernels`: listing entries (each
+ * checked as a load would check it) and clearing the folder. Both touch
+ * only names shaped like the service's own files. */
+#include "config.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "kcache_internal.h"
+
+/* "<32 hex>.kk.tmp.<digits and dots>": a temporary file of disk_store. */
+static bool is_tmp_name(const char *name) {
+  if (strlen(name) < 32 + 8) return false;
+  char head[36];
+  memcpy(head, name, 32);
+  memcpy(head + 32, ".kk", 4);
+  if (!kiln__kcache_is_entry_name(head) || strncmp(name + 32, ".kk.tmp.", 8) != 0) return false;
+  const char *rest = name + 40;
+  return *rest && strspn(rest, "0123456789.") == strlen(rest);
+}
+
+static int cmp_str(const void *a, const void *b) {
+  return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* The folder's names accepted by `keep`, sorted, malloc'd. */
+static kiln_status scan(kiln_kcache *kc, bool (*keep)(const char *), char ***out_names,
+                        size_t *out_n) {
+  if (kc->dirfd < 0)
+    return kiln_status_new(KILN_STATUS_UNSUPPORTED, "the kernel cache's disk tier is off");
+  int fd = openat(kc->dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  DIR *dir = fd >= 0 ? fdopendir(fd) : NULL;
+  if (!dir) {
+    if (fd >= 0) close(fd);
+    return kiln_status_new(KILN_STATUS_IO, "kernel cache folder %s: %s", kc->dir,
+                           strerror(errno));
+  }
+  char **names = NULL;
+  size_t n = 0, cap = 0;
+  struct dirent *e;
+  while ((e = readdir(dir))) {
+    if (!keep(e->d_name)) continue;
+    if (n == cap) {
+      cap = cap ? 2 * cap : 32;
+      char **g = realloc(names, cap * sizeof *g);
+      if (!g) break;
+      names = g;
+    }
+    if (!(names[n] = strdup(e->d_name))) break;
+    n++;
+  }
+  closedir(dir);
+  if (n) qsort(names, n, sizeof *names, cmp_str);
+  *out_names = names;
+  *out_n = n;
+  return NULL;
+}
+
+static void free_names(char **names, size_t n) {
+  for (size_t i = 0; i < n; i++) free(names[i]);
+  free(names);
+}
+
+static bool entry_or_tmp(const char *name) {
+  return kiln__kcache_is_entry_name(name) || is_tmp_name(name);
+}
+
+kiln_status kiln_kcache_list(kiln_kcache *kc, kiln_kcache_list_fn fn, void *user) {
+  if (!kc || !fn) return kiln_status_new(KILN_STATUS_INVALID_ARGUMENT, "kcache_list: NULL");
+  char **names;
+  size_t n;
+  KILN_RETURN_IF_ERROR(scan(kc, kiln__kcache_is_entry_name, &names, &n));
+  for (size_t i = 0; i < n; i++) {
+    kiln_kcache_entry_info info = {.file = names[i]};
+    char problem[256] = "";
+    char *buf = NULL, *canonical = NULL;
+    void *image = NULL;
+    size_t size = 0;
+    int fd = openat(kc->dirfd, names[i], O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
+    struct stat sb;
+    if (fd < 0) {
+      snprintf(problem, sizeof problem, "cannot open: %s", strerror(errno));
+    } else if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode) || sb.st_size > (256 << 20)) {
+      snprintf(problem, sizeof problem, "not a regular file of sane size");
+    } else if (!(buf = malloc((size_t)sb.st_size + 1))) {
+      snprintf(problem, sizeof problem, "out of memory");
+    } else {
+      size_t got = 0;
+      ssize_t r;
+      while (got < (size_t)sb.st_size && (r = read(fd, buf + got, (size_t)sb.st_size - got)) > 0)
+        got += (size_t)r;
+      kiln_status st =
+          kiln__kcache_entry_decode(buf, got, &canonical, &info.image_kind, &image, &size);
+      if (st) {
+        snprintf(problem, sizeof problem, "%s", kiln_status_message(st));
+        kiln_status_free(st);
+      } else {
+        char hex[KILN_KKEY_HEX_SIZE];
+        kiln__kcache_hash_hex(canonical, strlen(canonical), hex);
+        if (strncmp(hex, names[i], 32) != 0)
+          snprintf(problem, sizeof problem, "its name is not the key of its descriptor (%s)",
+                   hex);
+      }
+    }
+    if (fd >= 0) close(fd);
+    if (problem[0]) {
+      info.problem = problem;
+      info.image_kind = KILN_KIMAGE_PTX;
+    } else {
+      info.canonical = canonical;
+      info.image_size = size;
+    }
+    fn(user, &info);
+    free(buf);
+    free(canonical);
+    free(image);
+  }
+  free_names(names, n);
+  return NULL;
+}
+
+kiln_status kiln_kcache_clear(kiln_kcache *kc, uint32_t *out_removed) {
+  if (!kc) return kiln_status_new(KILN_STATUS_INVALID_ARGUMENT, "kcache_clear: NULL");
+  if (out_removed) *out_removed = 0;
+  char **names;
+  size_t n;
+  KILN_RETURN_IF_ERROR(scan(kc, entry_or_tmp, &names, &n));
+  kiln_status st = NULL;
+  uint32_t removed = 0;
+  for (size_t i = 0; i < n; i++) {
+    /* unlinkat never follows a symlink, and fails on a folder. The first
+     * failure is reported; the other files are still removed. */
+    if (unlinkat(kc->dirfd, names[i], 0) == 0) removed++;
+    else if (errno != ENOENT && !st)
+      st = kiln_status_new(KILN_STATUS_IO, "kernel cache: cannot remove %s/%s: %s", kc->dir,
+                           names[i], strerror(errno));
+  }
+  free_names(names, n);
+  if (out_removed) *out_removed = removed;
+  return st;
+}

@@ -1,0 +1,349 @@
+/* The executor: node -> backend assignment, buffers, and steps. */
+#include "config.h"
+
+#include "kiln/plan.h"
+
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kiln/log.h"
+#include "model_internal.h"
+
+#define MAX_BACKENDS 2 /* the configured one, and cpu for fallback */
+
+typedef struct segment {
+  uint32_t backend; /* index into plan->backends */
+  uint32_t first, count;
+} segment;
+
+struct kiln_plan {
+  const kiln_graph *g;
+  kiln_backend *backends[MAX_BACKENDS];
+  uint32_t n_backends;
+  uint8_t *node_backend;     /* per node */
+  void **bufs[MAX_BACKENDS]; /* per backend, per tensor id */
+  uint32_t *valid;           /* per tensor: bit b = backend b holds the current contents */
+  segment *segments;
+  uint32_t n_segments;
+  kiln_fallback *fallbacks;
+  uint32_t n_fallbacks;
+  bool prepared;
+  kiln_node_observer observer;
+  void *observer_user;
+  float *observer_buf;
+  const kiln_node **node_ptrs; /* graph nodes in order, for kiln_step */
+};
+
+static kiln_status open_backend(kiln_plan *p, kiln_plugin_registry *r, const kiln_config *c,
+                                const char *name, uint32_t *out_index) {
+  for (uint32_t i = 0; i < p->n_backends; i++)
+    if (strcmp(p->backends[i]->name, name) == 0) {
+      *out_index = i;
+      return NULL;
+    }
+  kiln_plugin *plugin;
+  KILN_RETURN_IF_ERROR(kiln_plugin_registry_get(r, name, &plugin));
+  if (!kiln_config_section_get(c, name))
+    return kiln_status_new(KILN_STATUS_INTERNAL,
+                           "backend %s: its config section was not declared before planning", name);
+  kiln_probe_info info;
+  KILN_RETURN_IF_ERROR(kiln_plugin_probe(plugin, &info));
+  if (!info.available)
+    return kiln_status_new(KILN_STATUS_UNAVAILABLE, "backend %s is unavailable: %s", name, info.reason);
+  kiln_backend *b;
+  KILN_RETURN_IF_ERROR(kiln_backend_open(plugin, c, &b));
+  p->backends[p->n_backends] = b;
+  *out_index = p->n_backends++;
+  return NULL;
+}
+
+/* Whether node i reads tensor t (sources, and STORE_KV's cache). */
+static bool node_reads_dst(const kiln_node *n) { return n->op == KILN_OP_STORE_KV; }
+
+static kiln_status assign(kiln_plan *p, kiln_plugin_registry *r, const kiln_config *c, bool fallback_cpu) {
+  const kiln_graph *g = p->g;
+  kiln_backend *primary = p->backends[0];
+  for (uint32_t i = 0; i < g->n_nodes; i++) {
+    const kiln_node *n = g->nodes[i];
+    kiln_status why = primary->ops->supports(primary->ctx, n);
+    if (!why) continue;
+    if (!fallback_cpu || strcmp(primary->name, "cpu") == 0) {
+      kiln_status st = kiln_status_new(
+          KILN_STATUS_UNSUPPORTED,
+          "node %s (%s) cannot run on backend %s: %s%s", n->name, kiln_op_name(n->op), primary->name,
+          kiln_status_message(why),
+          fallback_cpu ? "" : " (set [backend] fallback = cpu to run such nodes on cpu)");
+      kiln_status_free(why);
+      return st;
+    }
+    uint32_t cpu;
+    kiln_status st = open_backend(p, r, c, "cpu", &cpu);
+    if (!st) st = p->backends[cpu]->ops->supports(p->backends[cpu]->ctx, n);
+    if (st) {
+      kiln_status_free(why);
+      return kiln_status_annotate(st, "falling back to cpu for node %s", n->name);
+    }
+    kiln_fallback *f = &p->fallbacks[p->n_fallbacks++];
+    f->node = n;
+    f->backend = p->backends[cpu]->name;
+    f->cause = strdup(kiln_status_message(why));
+    kiln_status_free(why);
+    p->node_backend[i] = (uint8_t)cpu;
+  }
+  return NULL;
+}
+
+/* Buffers on every backend for the tensors its nodes touch; weights
+ * uploaded or mapped; STATE marked valid everywhere (unwritten columns are
+ * never read). */
+static kiln_status allocate(kiln_plan *p) {
+  const kiln_graph *g = p->g;
+  for (uint32_t b = 0; b < p->n_backends; b++) {
+    p->bufs[b] = calloc(g->n_tensors, sizeof(void *));
+    if (!p->bufs[b]) return kiln_status_new(KILN_STATUS_NO_MEMORY, "plan buffers");
+  }
+  /* Which backends touch which tensors. */
+  uint32_t *used = calloc(g->n_tensors, sizeof *used);
+  if (!used) return kiln_status_new(KILN_STATUS_NO_MEMORY, "plan buffers");
+  for (uint32_t i = 0; i < g->n_nodes; i++) {
+    const kiln_node *n = g->nodes[i];
+    uint32_t bit = 1u << p->node_backend[i];
+    for (int s = 0; s < KILN_MAX_SRC && n->src[s]; s++) used[n->src[s]->id] |= bit;
+    used[n->dst->id] |= bit;
+  }
+  /* The executor reads logits back from wherever they are valid; nothing
+   * else is needed. */
+  kiln_status st = NULL;
+  for (uint32_t t = 0; t < g->n_tensors && !st; t++) {
+    const kiln_tensor *ten = g->tensors[t];
+    for (uint32_t b = 0; b < p->n_backends && !st; b++) {
+      if (!(used[t] & (1u << b))) continue;
+      kiln_backend *be = p->backends[b];
+      if (ten->role == KILN_ROLE_WEIGHT && be->ops->buffer_map_weight) {
+        st = be->ops->buffer_map_weight(be->ctx, ten, &p->bufs[b][t]);
+      } else {
+        st = be->ops->buffer_alloc(be->ctx, ten, &p->bufs[b][t]);
+        if (!st && ten->role == KILN_ROLE_WEIGHT)
+          st = be->ops->buffer_upload(be->ctx, p->bufs[b][t], 0, ten->data, ten->nbytes);
+      }
+      if (st)
+        st = kiln_status_annotate(st, "backend %s: tensor %s (%" PRIu64 " bytes)", be->name, ten->name,
+                                  ten->nbytes);
+    }
+    if (ten->role == KILN_ROLE_WEIGHT || ten->role == KILN_ROLE_STATE) p->valid[t] = used[t];
+  }
+  free(used);
+  return st;
+}
+
+static kiln_status make_segments(kiln_plan *p) {
+  const kiln_graph *g = p->g;
+  p->segments = calloc(g->n_nodes ? g->n_nodes : 1, sizeof *p->segments);
+  if (!p->segments) return kiln_status_new(KILN_STATUS_NO_MEMORY, "plan segments");
+  for (uint32_t i = 0; i < g->n_nodes; i++) {
+    segment *last = p->n_segments ? &p->segments[p->n_segments - 1] : NULL;
+    if (last && last->backend == p->node_backend[i]) last->count++;
+    else p->segments[p->n_segments++] = (segment){p->node_backend[i], i, 1};
+  }
+  return NULL;
+}
+
+kiln_status kiln_plan_create(const kiln_graph *g, kiln_plugin_registry *r, const kiln_config *c,
+                             const char *backend, bool fallback_cpu, kiln_plan **out_plan) {
+  *out_plan = NULL;
+  kiln_plan *p = calloc(1, sizeof *p);
+  if (!p) return kiln_status_new(KILN_STATUS_NO_MEMORY, "plan");
+  p->g = g;
+  p->node_backend = calloc(g->n_nodes ? g->n_nodes : 1, 1);
+  p->valid = calloc(g->n_tensors ? g->n_tensors : 1, sizeof *p->valid);
+  p->fallbacks = calloc(g->n_nodes ? g->n_nodes : 1, sizeof *p->fallbacks);
+  p->node_ptrs = calloc(g->n_nodes ? g->n_nodes : 1, sizeof *p->node_ptrs);
+  kiln_status st = NULL;
+  if (!p->node_backend || !p->valid || !p->fallbacks || !p->node_ptrs)
+    st = kiln_status_new(KILN_STATUS_NO_MEMORY, "plan");
+  for (uint32_t i = 0; !st && i < g->n_nodes; i++) p->node_ptrs[i] = g->nodes[i];
+  uint32_t primary;
+  if (!st) st = open_backend(p, r, c, backend, &primary);
+  if (!st) st = assign(p, r, c, fallback_cpu);
+  if (!st) st = allocate(p);
+  if (!st) st = make_segments(p);
+  if (st) {
+    kiln_plan_free(p);
+    return kiln_status_annotate(st, "planning on backend %s", backend);
+  }
+  if (p->n_fallbacks)
+    kiln_log(KILN_LOG_WARN, NULL, "%u of %u nodes fall back to cpu (the run's summary lists them)",
+             p->n_fallbacks, g->n_nodes);
+  *out_plan = p;
+  return NULL;
+}
+
+void kiln_plan_free(kiln_plan *p) {
+  if (!p) return;
+  for (uint32_t b = 0; b < p->n_backends; b++) {
+    kiln_backend *be = p->backends[b];
+    if (p->bufs[b]) {
+      be->ops->sync(be->ctx); /* nothing may still be writing a buffer we free */
+      for (uint32_t t = 0; t < p->g->n_tensors; t++)
+        if (p->bufs[b][t]) be->ops->buffer_free(be->ctx, p->bufs[b][t]);
+      free(p->bufs[b]);
+    }
+    kiln_backend_close(be);
+  }
+  for (uint32_t i = 0; i < p->n_fallbacks; i++) free((char *)p->fallbacks[i].cause);
+  free(p->fallbacks);
+  free(p->node_backend);
+  free(p->valid);
+  free(p->segments);
+  free(p->node_ptrs);
+  free(p->observer_buf);
+  free(p);
+}
+
+kiln_status kiln_plan_preload(kiln_plan *p) {
+  if (p->prepared) return NULL;
+  for (uint32_t i = 0; i < p->g->n_nodes; i++) {
+    kiln_backend *be = p->backends[p->node_backend[i]];
+    const kiln_node *n = p->g->nodes[i];
+    kiln_status st = be->ops->prepare(be->ctx, n);
+    if (st) return kiln_status_annotate(st, "backend %s: preparing node %s (%s)", be->name, n->name,
+                                        kiln_op_name(n->op));
+  }
+  p->prepared = true;
+  return NULL;
+}
+
+/* Bytes of t that a step of n tokens at pos0 must hold: the first n columns
+ * of an activation or input, columns 0..pos0+n-1 of the KV cache. */
+static uint64_t live_bytes(const kiln_tensor *t, int32_t n, int32_t pos0) {
+  uint64_t col = t->nbytes / (uint64_t)(t->role == KILN_ROLE_INPUT ? t->ne[0] : t->ne[1]);
+  switch (t->role) {
+  case KILN_ROLE_ACTIVATION: return col * (uint64_t)n;
+  case KILN_ROLE_INPUT: return col * (uint64_t)n;
+  case KILN_ROLE_STATE: return col * (uint64_t)(pos0 + n);
+  case KILN_ROLE_WEIGHT: return t->nbytes;
+  }
+  return t->nbytes;
+}
+
+/* Makes backend b's copy of t current, copying from a backend that has it. */
+static kiln_status ensure_valid(kiln_plan *p, const kiln_tensor *t, uint32_t b, int32_t n, int32_t pos0) {
+  uint32_t v = p->valid[t->id];
+  if (v & (1u << b)) return NULL;
+  if (!v)
+    return kiln_status_new(KILN_STATUS_INTERNAL, "tensor %s is read before any node wrote it", t->name);
+  uint32_t from = (uint32_t)__builtin_ctz(v);
+  kiln_backend *src = p->backends[from], *dst = p->backends[b];
+  uint64_t bytes = live_bytes(t, n, pos0);
+  void *tmp = malloc(bytes ? bytes : 1);
+  if (!tmp) return kiln_status_new(KILN_STATUS_NO_MEMORY, "copying %s between backends", t->name);
+  kiln_status st = src->ops->sync(src->ctx);
+  if (!st) st = src->ops->buffer_download(src->ctx, p->bufs[from][t->id], 0, tmp, bytes);
+  if (!st) st = dst->ops->buffer_upload(dst->ctx, p->bufs[b][t->id], 0, tmp, bytes);
+  free(tmp);
+  if (st) return kiln_status_annotate(st, "copying %s from %s to %s", t->name, src->name, dst->name);
+  p->valid[t->id] |= 1u << b;
+  return NULL;
+}
+
+static kiln_status observe(kiln_plan *p, const kiln_node *n, uint32_t b, int32_t count, int32_t pos0) {
+  kiln_backend *be = p->backends[b];
+  const kiln_tensor *t = n->dst;
+  uint64_t col = (uint64_t)t->ne[0] * sizeof(float);
+  uint64_t off = n->op == KILN_OP_STORE_KV ? col * (uint64_t)pos0 : 0;
+  free(p->observer_buf);
+  p->observer_buf = malloc(col * (uint64_t)count);
+  if (!p->observer_buf) return kiln_status_new(KILN_STATUS_NO_MEMORY, "observer buffer");
+  KILN_RETURN_IF_ERROR(be->ops->sync(be->ctx));
+  KILN_RETURN_IF_ERROR(be->ops->buffer_download(be->ctx, p->bufs[b][t->id], off, p->observer_buf,
+                                                col * (uint64_t)count));
+  return p->observer(n, p->observer_buf, count, pos0, p->observer_user);
+}
+
+static kiln_status run_nodes(kiln_plan *p, uint32_t b, uint32_t first, uint32_t count, int32_t n,
+                             int32_t pos0) {
+  kiln_backend *be = p->backends[b];
+  /* Inputs from other backends come over first. Outputs are marked as
+   * this backend's as we go, since later nodes of the segment read them
+   * (and the run below writes them). */
+  for (uint32_t i = first; i < first + count; i++) {
+    const kiln_node *nd = p->g->nodes[i];
+    for (int s = 0; s < KILN_MAX_SRC && nd->src[s]; s++)
+      KILN_RETURN_IF_ERROR(ensure_valid(p, nd->src[s], b, n, pos0));
+    if (node_reads_dst(nd)) KILN_RETURN_IF_ERROR(ensure_valid(p, nd->dst, b, n, pos0));
+    p->valid[nd->dst->id] = 1u << b;
+  }
+  kiln_step step = {&p->node_ptrs[first], count, n, pos0, p->bufs[b]};
+  kiln_status st = be->ops->run(be->ctx, &step);
+  if (st) return kiln_status_annotate(st, "backend %s", be->name);
+  return NULL;
+}
+
+kiln_status kiln_plan_step(kiln_plan *p, const int32_t *tokens, int32_t n, int32_t pos0) {
+  const kiln_graph *g = p->g;
+  if (n < 1 || n > g->batch || pos0 < 0 || pos0 > g->n_ctx - n)
+    return kiln_status_new(KILN_STATUS_OUT_OF_RANGE,
+                           "step of %d tokens at position %d: the plan holds batches of 1..%d tokens "
+                           "and %d positions",
+                           n, pos0, g->batch, g->n_ctx);
+  KILN_RETURN_IF_ERROR(kiln_plan_preload(p));
+  const kiln_tensor *tok = g->tokens;
+  p->valid[tok->id] = 0;
+  for (uint32_t b = 0; b < p->n_backends; b++) {
+    if (!p->bufs[b][tok->id]) continue;
+    kiln_backend *be = p->backends[b];
+    KILN_RETURN_IF_ERROR(be->ops->buffer_upload(be->ctx, p->bufs[b][tok->id], 0, tokens,
+                                                (uint64_t)n * sizeof(int32_t)));
+    p->valid[tok->id] |= 1u << b;
+  }
+  for (uint32_t s = 0; s < p->n_segments; s++) {
+    const segment *sg = &p->segments[s];
+    if (!p->observer) {
+      KILN_RETURN_IF_ERROR(run_nodes(p, sg->backend, sg->first, sg->count, n, pos0));
+      continue;
+    }
+    for (uint32_t i = sg->first; i < sg->first + sg->count; i++) {
+      KILN_RETURN_IF_ERROR(run_nodes(p, sg->backend, i, 1, n, pos0));
+      KILN_RETURN_IF_ERROR(observe(p, g->nodes[i], sg->backend, n, pos0));
+    }
+  }
+  return NULL;
+}
+
+kiln_status kiln_plan_read(kiln_plan *p, const kiln_tensor *t, int32_t col0, int32_t n_cols, float *out) {
+  if (t->type != KILN_TYPE_F32 || t->role == KILN_ROLE_WEIGHT || col0 < 0 || n_cols < 0 ||
+      col0 + n_cols > t->ne[1])
+    return kiln_status_new(KILN_STATUS_INVALID_ARGUMENT, "reading columns %d..%d of %s", col0,
+                           col0 + n_cols - 1, t->name);
+  uint32_t v = p->valid[t->id];
+  if (!v) return kiln_status_new(KILN_STATUS_INVALID_ARGUMENT, "tensor %s has not been computed", t->name);
+  uint32_t b = (uint32_t)__builtin_ctz(v);
+  kiln_backend *be = p->backends[b];
+  uint64_t col = (uint64_t)t->ne[0] * sizeof(float);
+  KILN_RETURN_IF_ERROR(be->ops->sync(be->ctx));
+  return be->ops->buffer_download(be->ctx, p->bufs[b][t->id], col * (uint64_t)col0, out,
+                                  col * (uint64_t)n_cols);
+}
+
+void kiln_plan_set_observer(kiln_plan *p, kiln_node_observer fn, void *user) {
+  p->observer = fn;
+  p->observer_user = user;
+}
+
+const kiln_graph *kiln_plan_graph(const kiln_plan *p) { return p->g; }
+const char *kiln_plan_node_backend(const kiln_plan *p, uint32_t i) {
+  return p->backends[p->node_backend[i]]->name;
+}
+const char *kiln_plan_backend_name(const kiln_plan *p) { return p->backends[0]->name; }
+uint32_t kiln_plan_n_fallbacks(const kiln_plan *p) { return p->n_fallbacks; }
+const kiln_fallback *kiln_plan_fallback(const kiln_plan *p, uint32_t i) { return &p->fallbacks[i]; }
+
+void kiln_plan_print_fallbacks(const kiln_plan *p, FILE *out) {
+  if (!p->n_fallbacks) return;
+  fprintf(out, "fallback: %u of %u nodes ran on cpu instead of %s\n", p->n_fallbacks, p->g->n_nodes,
+          p->backends[0]->name);
+  for (uint32_t i = 0; i < p->n_fallbacks; i++)
+    fprintf(out, "  %-24s %-10s -> %s: %s\n", p->fallbacks[i].node->name,
+            kiln_op_name(p->fallbacks[i].node->op), p->fallbacks[i].backend, p->fallbacks[i].cause);
+}

@@ -1,0 +1,175 @@
+/* Loading one plugin: dlopen, the entry symbol, the ABI checks, init(). */
+#include "config.h"
+
+#include <dlfcn.h>
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kiln/backend.h"
+#include "kiln/host.h"
+#include "kiln/log.h"
+
+struct kiln_plugin {
+  void *dl;
+  const kiln_backend_ops *entry;
+  void *state; /* from init() */
+  char *path;
+};
+
+/* The smallest entry table the host accepts for each ABI minor: the table
+ * as it ended in that minor. */
+static size_t required_size(uint32_t minor) {
+  (void)minor; /* 1.0 is the only minor so far */
+  return offsetof(kiln_backend_ops, sync) + sizeof(((kiln_backend_ops *)0)->sync);
+}
+
+/* "kiln-cuda-serial.so" -> "cuda-serial"; NULL when the name has another shape. */
+static char *name_from_path(const char *path) {
+  const char *base = strrchr(path, '/');
+  base = base ? base + 1 : path;
+  size_t n = strlen(base);
+  if (n <= 8 || strncmp(base, "kiln-", 5) != 0 || strcmp(base + n - 3, ".so") != 0) return NULL;
+  return strndup(base + 5, n - 8);
+}
+
+static kiln_status check_entry(const kiln_backend_ops *e, const char *path) {
+  if (e->abi_major != KILN_PLUGIN_ABI_MAJOR)
+    return kiln_status_new(KILN_STATUS_ABI,
+                           "%s: plugin ABI %u.%u, but this kiln speaks ABI %d.%d (another major): "
+                           "rebuild the plugin against this kiln's kiln/plugin.h",
+                           path, e->abi_major, e->abi_minor, KILN_PLUGIN_ABI_MAJOR,
+                           KILN_PLUGIN_ABI_MINOR);
+  if (e->abi_minor > KILN_PLUGIN_ABI_MINOR)
+    return kiln_status_new(KILN_STATUS_ABI,
+                           "%s: plugin ABI %u.%u is newer than this kiln's %d.%d: upgrade kiln or "
+                           "rebuild the plugin against this kiln's kiln/plugin.h",
+                           path, e->abi_major, e->abi_minor, KILN_PLUGIN_ABI_MAJOR,
+                           KILN_PLUGIN_ABI_MINOR);
+  size_t need = required_size(e->abi_minor);
+  if (e->struct_size < need)
+    return kiln_status_new(KILN_STATUS_ABI,
+                           "%s: its ops table (kiln_backend_entry) is %u bytes, ABI %u.%u needs at "
+                           "least %zu: the plugin was built against a different kiln/plugin.h",
+                           path, e->struct_size, e->abi_major, e->abi_minor, need);
+  struct {
+    const char *what;
+    const void *fn;
+  } required[] = {
+      {"init", (const void *)e->init},       {"fini", (const void *)e->fini},
+      {"probe", (const void *)e->probe},     {"open", (const void *)e->open},
+      {"close", (const void *)e->close},     {"supports", (const void *)e->supports},
+      {"buffer_alloc", (const void *)e->buffer_alloc},
+      {"buffer_free", (const void *)e->buffer_free},
+      {"buffer_upload", (const void *)e->buffer_upload},
+      {"buffer_download", (const void *)e->buffer_download},
+      {"prepare", (const void *)e->prepare}, {"run", (const void *)e->run},
+      {"sync", (const void *)e->sync},
+  };
+  for (size_t i = 0; i < sizeof required / sizeof required[0]; i++)
+    if (!required[i].fn)
+      return kiln_status_new(KILN_STATUS_ABI, "%s: its ops table has no %s function", path,
+                             required[i].what);
+  if (e->n_config_keys && !e->config_keys)
+    return kiln_status_new(KILN_STATUS_ABI, "%s: declares %u config keys but no table", path,
+                           e->n_config_keys);
+  char *file_name = name_from_path(path);
+  kiln_status st = NULL;
+  if (!e->name || !file_name || strcmp(e->name, file_name) != 0)
+    st = kiln_status_new(KILN_STATUS_ABI,
+                         "%s: the plugin calls itself \"%s\", but its file must then be named "
+                         "kiln-%s.so",
+                         path, e->name ? e->name : "(null)", e->name ? e->name : "<name>");
+  free(file_name);
+  return st;
+}
+
+kiln_status kiln_plugin_load(const char *path, kiln_plugin **out_plugin) {
+  *out_plugin = NULL;
+  dlerror();
+  void *dl = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+  if (!dl)
+    return kiln_status_new(KILN_STATUS_IO, "%s: cannot load plugin: %s (run `ldd %s` to see what is missing)",
+                           path, dlerror(), path);
+  const kiln_backend_ops *e = dlsym(dl, KILN_PLUGIN_ENTRY_SYMBOL);
+  if (!e) {
+    dlclose(dl);
+    return kiln_status_new(KILN_STATUS_ABI,
+                           "%s: no %s symbol: not a kiln backend plugin (`nm -D %s` lists what it "
+                           "exports)",
+                           path, KILN_PLUGIN_ENTRY_SYMBOL, path);
+  }
+  kiln_status st = check_entry(e, path);
+  if (st) {
+    dlclose(dl);
+    return st;
+  }
+  kiln_plugin *p = calloc(1, sizeof *p);
+  if (!p) {
+    dlclose(dl);
+    return kiln_status_new(KILN_STATUS_NO_MEMORY, "%s: loading plugin", path);
+  }
+  p->dl = dl;
+  p->entry = e;
+  p->path = strdup(path);
+  st = e->init(kiln_host_api_get(), &p->state);
+  if (st) {
+    dlclose(dl);
+    free(p->path);
+    free(p);
+    return kiln_status_annotate(st, "%s: init", path);
+  }
+  kiln_log(KILN_LOG_DEBUG, NULL, "loaded plugin %s (ABI %u.%u) from %s", e->name, e->abi_major,
+           e->abi_minor, path);
+  *out_plugin = p;
+  return NULL;
+}
+
+void kiln_plugin_unload(kiln_plugin *p) {
+  if (!p) return;
+  p->entry->fini(p->state);
+  dlclose(p->dl);
+  free(p->path);
+  free(p);
+}
+
+const char *kiln_plugin_name(const kiln_plugin *p) { return p->entry->name; }
+const char *kiln_plugin_path(const kiln_plugin *p) { return p->path; }
+const kiln_backend_ops *kiln_plugin_entry(const kiln_plugin *p) { return p->entry; }
+
+kiln_status kiln_plugin_probe(kiln_plugin *p, kiln_probe_info *out_info) {
+  memset(out_info, 0, sizeof *out_info);
+  return kiln_status_annotate(p->entry->probe(p->state, out_info), "plugin %s: probe",
+                              p->entry->name);
+}
+
+kiln_status kiln_backend_declare_config(kiln_plugin *p, kiln_config *c) {
+  if (kiln_config_section_get(c, p->entry->name)) return NULL;
+  return kiln_config_declare(c, p->entry->name, p->entry->config_keys, p->entry->n_config_keys);
+}
+
+kiln_status kiln_backend_open(kiln_plugin *p, const kiln_config *c, kiln_backend **out_backend) {
+  *out_backend = NULL;
+  const kiln_config_section *sec = kiln_config_section_get(c, p->entry->name);
+  if (!sec)
+    return kiln_status_new(KILN_STATUS_INTERNAL, "backend %s: its config section is not declared",
+                           p->entry->name);
+  kiln_backend *b = calloc(1, sizeof *b);
+  if (!b) return kiln_status_new(KILN_STATUS_NO_MEMORY, "opening backend %s", p->entry->name);
+  kiln_status st = p->entry->open(p->state, sec, &b->ctx);
+  if (st) {
+    free(b);
+    return kiln_status_annotate(st, "backend %s", p->entry->name);
+  }
+  b->plugin = p;
+  b->ops = p->entry;
+  b->name = p->entry->name;
+  *out_backend = b;
+  return NULL;
+}
+
+void kiln_backend_close(kiln_backend *b) {
+  if (!b) return;
+  b->ops->close(b->ctx);
+  free(b);
+}

@@ -1,0 +1,133 @@
+/* A session: a model's graph planned on a backend, and the KV cache's
+ * position. Prefill goes in micro-batches of the session's batch. */
+#include "config.h"
+
+#include "kiln/kiln.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "runtime_internal.h"
+
+struct kiln_session {
+  const kiln_model *model;
+  kiln_config *config; /* a copy with the session's overrides, or NULL */
+  kiln_graph *graph;
+  kiln_plan *plan;
+  int32_t pos;
+};
+
+/* The KV length: an explicit one, else [model] n_ctx, else the model's
+ * trained context capped at 4096 (memory for a long-context model's full
+ * cache is rarely what a user wants by default). */
+static int32_t choose_n_ctx(const kiln_config *c, const kiln_hparams *hp, int32_t asked) {
+  if (asked > 0) return asked;
+  int64_t cfg = kiln_config_get_int(kiln_config_section_get(c, "model"), "n_ctx");
+  if (cfg > 0) return (int32_t)cfg;
+  return hp->n_ctx_train < 4096 ? (int32_t)hp->n_ctx_train : 4096;
+}
+
+/* The runtime's configuration, or a copy of it with the session's own
+ * overrides (validated), in *out_own when a copy was made. */
+static kiln_status session_config(kiln_runtime *rt, const kiln_session_options *opt, kiln_config **out_own) {
+  *out_own = NULL;
+  if (!opt->n_overrides) return NULL;
+  kiln_config *own;
+  KILN_RETURN_IF_ERROR(kiln_config_copy(kiln_runtime_config(rt), &own));
+  kiln_status st = NULL;
+  for (size_t i = 0; !st && i < opt->n_overrides; i++) {
+    const kiln_config_override *o = &opt->overrides[i];
+    st = kiln_config_set(own, o->section, o->key, o->value, o->origin);
+  }
+  if (!st) st = kiln_config_validate(own, false);
+  if (st) {
+    kiln_config_free(own);
+    return kiln_status_annotate(st, "session settings");
+  }
+  *out_own = own;
+  return NULL;
+}
+
+kiln_status kiln_session_open(kiln_runtime *rt, const kiln_model *m, const kiln_session_options *opt,
+                              kiln_session **out_session) {
+  *out_session = NULL;
+  kiln_session_options none = {NULL, 0, 0, -1, 0.0f, NULL, 0};
+  if (!opt) opt = &none;
+  /* The backends' sections must be declared (their plugins loaded) before
+   * the session's overrides of them are checked. */
+  const kiln_config_section *rbs = kiln_config_section_get(kiln_runtime_config(rt), "backend");
+  const char *backend = opt->backend ? opt->backend : kiln_config_get_str(rbs, "name");
+  KILN_RETURN_IF_ERROR(kiln__runtime_declare_backend(rt, backend));
+  if (kiln_plugin_registry_has(kiln_runtime_plugins(rt), "cpu")) /* the fallback, and overrides of it */
+    KILN_RETURN_IF_ERROR(kiln__runtime_declare_backend(rt, "cpu"));
+
+  kiln_config *own;
+  KILN_RETURN_IF_ERROR(session_config(rt, opt, &own));
+  const kiln_config *c = own ? own : kiln_runtime_config(rt);
+  const kiln_config_section *bs = kiln_config_section_get(c, "backend");
+  if (!opt->backend) backend = kiln_config_get_str(bs, "name");
+  bool fallback = opt->fallback_cpu >= 0 ? opt->fallback_cpu == 1
+                                          : strcmp(kiln_config_get_str(bs, "fallback"), "cpu") == 0;
+  int32_t n_ctx = choose_n_ctx(c, kiln_model_hparams(m), opt->n_ctx);
+  int32_t batch = opt->batch > 0 ? opt->batch : (int32_t)kiln_config_get_int(bs, "batch");
+  if (batch > n_ctx) batch = n_ctx;
+
+  kiln_session *s = calloc(1, sizeof *s);
+  if (!s) {
+    kiln_config_free(own);
+    return kiln_status_new(KILN_STATUS_NO_MEMORY, "session");
+  }
+  s->model = m;
+  s->config = own;
+  kiln_graph_options go = {batch, n_ctx, opt->eps_override};
+  kiln_status st = kiln_graph_build(m, &go, &s->graph);
+  if (!st) st = kiln_plan_create(s->graph, kiln_runtime_plugins(rt), c, backend, fallback, &s->plan);
+  if (!st) st = kiln_plan_preload(s->plan);
+  if (st) {
+    kiln_session_free(s);
+    return st;
+  }
+  *out_session = s;
+  return NULL;
+}
+
+void kiln_session_free(kiln_session *s) {
+  if (!s) return;
+  kiln_plan_free(s->plan);
+  kiln_graph_free(s->graph);
+  kiln_config_free(s->config);
+  free(s);
+}
+
+kiln_plan *kiln_session_plan(kiln_session *s) { return s->plan; }
+const kiln_model *kiln_session_model(const kiln_session *s) { return s->model; }
+int32_t kiln_session_pos(const kiln_session *s) { return s->pos; }
+int32_t kiln_session_n_ctx(const kiln_session *s) { return kiln_graph_n_ctx(s->graph); }
+void kiln_session_reset(kiln_session *s) { s->pos = 0; }
+
+kiln_status kiln_session_eval(kiln_session *s, const int32_t *ids, int32_t n, float *out_logits,
+                              float *out_all_logits) {
+  int32_t n_ctx = kiln_graph_n_ctx(s->graph), batch = kiln_graph_batch(s->graph);
+  uint32_t n_vocab = kiln_model_hparams(s->model)->n_vocab;
+  if (n < 1) return kiln_status_new(KILN_STATUS_INVALID_ARGUMENT, "eval of %d tokens", n);
+  if (n > n_ctx - s->pos)
+    return kiln_status_new(KILN_STATUS_OUT_OF_RANGE,
+                           "%d more tokens do not fit: the KV cache holds %d positions and %d are used "
+                           "(raise [model] n_ctx)",
+                           n, n_ctx, s->pos);
+  for (int32_t i = 0; i < n; i++)
+    if (ids[i] < 0 || (uint32_t)ids[i] >= n_vocab)
+      return kiln_status_new(KILN_STATUS_OUT_OF_RANGE, "token %d (at %d) is outside the vocabulary of %u",
+                             ids[i], i, n_vocab);
+  const kiln_tensor *logits = kiln_graph_logits(s->graph);
+  for (int32_t done = 0; done < n;) {
+    int32_t m = n - done < batch ? n - done : batch;
+    KILN_RETURN_IF_ERROR(kiln_plan_step(s->plan, ids + done, m, s->pos));
+    s->pos += m;
+    if (out_all_logits)
+      KILN_RETURN_IF_ERROR(kiln_plan_read(s->plan, logits, 0, m, out_all_logits + (size_t)done * n_vocab));
+    done += m;
+    if (done == n && out_logits) KILN_RETURN_IF_ERROR(kiln_plan_read(s->plan, logits, m - 1, 1, out_logits));
+  }
+  return NULL;
+}

@@ -1,0 +1,23 @@
+# integration tests: real model files, the plugins as built, the CLI.
+check_PROGRAMS += tests/integration/test_golden_cpu tests/integration/test_eps_from_gguf \
+	tests/integration/test_fallback tests/integration/test_conf_files tests/integration/test_parity_qwen
+TESTS += tests/integration/test_golden_cpu tests/integration/test_eps_from_gguf \
+	tests/integration/test_fallback tests/integration/test_conf_files tests/integration/test_parity_qwen \
+	tests/integration/test_cli.sh tests/embed/test_embed.sh
+EXTRA_DIST += tests/integration/test_cli.sh tests/embed/test_embed.sh tests/embed/embed_example.c \
+	tests/golden/stories260K.golden tests/golden/make_golden.py
+tests_integration_test_golden_cpu_SOURCES = tests/integration/test_golden_cpu.c
+tests_integration_test_golden_cpu_CFLAGS = $(TEST_CFLAGS)
+tests_integration_test_golden_cpu_LDADD = $(TEST_LIBS)
+tests_integration_test_eps_from_gguf_SOURCES = tests/integration/test_eps_from_gguf.c
+tests_integration_test_eps_from_gguf_CFLAGS = $(TEST_CFLAGS)
+tests_integration_test_eps_from_gguf_LDADD = $(TEST_LIBS)
+tests_integration_test_fallback_SOURCES = tests/integration/test_fallback.c
+tests_integration_test_fallback_CFLAGS = $(TEST_CFLAGS)
+tests_integration_test_fallback_LDADD = $(TEST_LIBS)
+tests_integration_test_conf_files_SOURCES = tests/integration/test_conf_files.c
+tests_integration_test_conf_files_CFLAGS = $(TEST_CFLAGS)
+tests_integration_test_conf_files_LDADD = $(TEST_LIBS)
+tests_integration_test_parity_qwen_SOURCES = tests/integration/test_parity_qwen.c
+tests_integration_test_parity_qwen_CFLAGS = $(TEST_CFLAGS)
+tests_integration_test_parity_qwen_LDADD = $(TEST_LIBS)

@@ -1,0 +1,80 @@
+#!/bin/sh
+# The kiln command end to end: `kiln run` with the default configuration
+# prints llama.cpp's greedy continuation; inspect, backends and config work;
+# bad input fails with a message naming file and line, and exit status 1.
+set -u
+kiln="$KILN_BUILDDIR/cli/kiln"
+models="${KILN_MODELS_DIR:-}"
+tmp=$(mktemp -d) || exit 99
+trap 'rm -rf "$tmp"' EXIT
+fail() { echo "FAIL: $*"; exit 1; }
+
+if [ ! -f "$models/stories260K.gguf" ]; then
+  echo "SKIP: stories260K.gguf not in KILN_MODELS_DIR ($models)"; exit 77
+fi
+
+# kiln run: the README's command, with the model given explicitly (the
+# default config points at ../shared/models beside the source tree)
+"$kiln" run -c "$KILN_SRCDIR/conf/kiln.ini" -m "$models/stories260K.gguf" \
+  -p "Once upon a time" -n 64 --ids >"$tmp/out" 2>"$tmp/err" || { cat "$tmp/err"; fail "kiln run exited $?"; }
+# the first case of the golden set: its ids, and its text with \n as newlines
+golden="$KILN_SRCDIR/tests/golden/stories260K.golden"
+field() { # field KEY: the first case's value, continuation lines joined
+  awk -v key="$1" '
+    /^\[/ { cases++ } cases != 1 { next }
+    $0 ~ "^" key " = " { on = 1; sub("^" key " = ", ""); out = out $0; next }
+    on && /^    / { sub(/^    /, ""); out = out " " $0; next }
+    { on = 0 }
+    END { print out }' "$golden"
+}
+want_ids=$(field ids)
+want_text=$(field text | sed 's/" "//g; s/^"//; s/"$//')
+grep -q "^generated ids: $want_ids\$" "$tmp/err" || fail "generated ids differ from llama.cpp's ($want_ids)"
+got_text=$(awk 'BEGIN{ORS="\\n"} {print}' "$tmp/out" | sed 's/\\n$//')
+[ "$got_text" = "$want_text" ] || fail "kiln run printed [$got_text], llama.cpp [$want_text]"
+grep -q "prompt 5 tokens, generated 64 | prefill .* tok/s, decode .* tok/s" "$tmp/err" || fail "no summary line"
+echo "ok: kiln run prints llama.cpp's greedy continuation"
+
+# inspect: header, the exact f32 of eps, tensors
+"$kiln" inspect "$models/stories260K.gguf" >"$tmp/inspect" || fail "inspect exited $?"
+grep -q "GGUF version 3" "$tmp/inspect" || fail "inspect: no version"
+grep -q "eps            = 9.99999975e-06 (f32 0x3727c5ac)" "$tmp/inspect" || fail "inspect: eps"
+grep -q "blk.4.ffn_down.weight" "$tmp/inspect" || fail "inspect: tensors"
+echo "ok: inspect"
+
+# backends lists cpu and hello
+"$kiln" backends >"$tmp/backends" || fail "backends exited $?"
+grep -q "^cpu .*ABI 1.0" "$tmp/backends" || fail "backends: no cpu"
+grep -q "^hello .*ABI 1.0" "$tmp/backends" || fail "backends: no hello"
+echo "ok: backends"
+
+# config --keys documents core and plugin sections
+"$kiln" config --keys >"$tmp/keys" || fail "config exited $?"
+grep -q "^\[cpu\]" "$tmp/keys" && grep -q "precision" "$tmp/keys" || fail "config: no [cpu] precision"
+echo "ok: config --keys"
+
+# errors: an unknown key names file and line, exit status 1
+printf '[backend]\nname = cpu\nbogus = 1\n' >"$tmp/bad.ini"
+"$kiln" run -c "$tmp/bad.ini" -m "$models/stories260K.gguf" -p x >/dev/null 2>"$tmp/err"
+[ $? -eq 1 ] || fail "bad config: exit status not 1"
+grep -q "$tmp/bad.ini:3: unknown key \"bogus\" in section \[backend\]" "$tmp/err" || { cat "$tmp/err"; fail "bad config message"; }
+printf '[cpu]\nprecision = f16\n' >"$tmp/bad2.ini"
+"$kiln" run -c "$tmp/bad2.ini" -m "$models/stories260K.gguf" -p x >/dev/null 2>"$tmp/err"
+grep -q "$tmp/bad2.ini:2: \[cpu\] precision: \"f16\" is not one of f32|f64" "$tmp/err" || { cat "$tmp/err"; fail "bad value message"; }
+"$kiln" run -c "$tmp/missing.ini" -p x >/dev/null 2>"$tmp/err" && fail "missing config accepted"
+grep -q "missing.ini: cannot open configuration file" "$tmp/err" || fail "missing config message"
+# a model that is not GGUF
+printf 'not a model' >"$tmp/junk.gguf"
+"$kiln" run -m "$tmp/junk.gguf" -p x >/dev/null 2>"$tmp/err" && fail "junk model accepted"
+grep -q "junk.gguf" "$tmp/err" || fail "junk model message"
+# an unknown backend names what was searched
+"$kiln" run -m "$models/stories260K.gguf" -b nosuch -p x >/dev/null 2>"$tmp/err" && fail "unknown backend accepted"
+grep -q 'no backend plugin "nosuch"' "$tmp/err" || fail "unknown backend message"
+echo "ok: errors name file and line, exit 1"
+
+# hello with fallback = cpu: same text, fallback summary on stderr
+"$kiln" run -c "$KILN_SRCDIR/conf/hello.ini" -m "$models/stories260K.gguf" -p "Once upon a time" -n 64 \
+  >"$tmp/out2" 2>"$tmp/err2" || { cat "$tmp/err2"; fail "hello run exited $?"; }
+cmp -s "$tmp/out" "$tmp/out2" || fail "hello+cpu text differs from cpu"
+grep -q "fallback: .* nodes ran on cpu instead of hello" "$tmp/err2" || fail "no fallback summary"
+echo "ok: hello with fallback = cpu"

@@ -1,0 +1,229 @@
+/* Configuration: file parsing with line numbers, schema checks, precedence,
+ * file-relative paths. */
+#include "config.h"
+
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "kiln/config.h"
+#include "testutil.h"
+
+static char *dir;
+
+static int setup(void **state) {
+  (void)state;
+  dir = kt_mkdtemp("config");
+  return dir ? 0 : -1;
+}
+
+static int teardown(void **state) {
+  (void)state;
+  kt_rm_rf(dir);
+  free(dir);
+  return 0;
+}
+
+static char *write_ini(const char *name, const char *text) {
+  static char path[4096];
+  snprintf(path, sizeof path, "%s/%s", dir, name);
+  assert_true(kt_write_file(path, text, strlen(text)));
+  return path;
+}
+
+static void test_defaults(void **state) {
+  (void)state;
+  kiln_config *c;
+  KT_ASSERT_OK(kiln_config_new(&c));
+  KT_ASSERT_OK(kiln_config_validate(c, false));
+  const kiln_config_section *b = kiln_config_section_get(c, "backend");
+  assert_string_equal(kiln_config_get_str(b, "name"), "cpu");
+  assert_string_equal(kiln_config_get_str(b, "fallback"), "error");
+  assert_int_equal(kiln_config_get_int(b, "batch"), 64);
+  assert_string_equal(kiln_config_origin(b, "name"), "default");
+  kiln_config_free(c);
+}
+
+static void test_file_values_and_origin(void **state) {
+  (void)state;
+  char *p = write_ini("ok.ini", "; comment\n[backend]\nname = hello\n\n[sampling]\ntemperature = 0.5\n");
+  kiln_config *c;
+  KT_ASSERT_OK(kiln_config_new(&c));
+  KT_ASSERT_OK(kiln_config_load_file(c, p));
+  KT_ASSERT_OK(kiln_config_validate(c, false));
+  const kiln_config_section *b = kiln_config_section_get(c, "backend");
+  assert_string_equal(kiln_config_get_str(b, "name"), "hello");
+  char want[4200];
+  snprintf(want, sizeof want, "%s:3", p);
+  assert_string_equal(kiln_config_origin(b, "name"), want);
+  assert_true(kiln_config_get_float(kiln_config_section_get(c, "sampling"), "temperature") == 0.5);
+  kiln_config_free(c);
+}
+
+/* The error must carry file:line; `line` is where the bad entry is. */
+static void expect_error(const char *text, int line, const char *needle) {
+  char *p = write_ini("bad.ini", text);
+  char where[4200];
+  snprintf(where, sizeof where, "%s:%d", p, line);
+  kiln_config *c;
+  KT_ASSERT_OK(kiln_config_new(&c));
+  kiln_status st = kiln_config_load_file(c, p);
+  if (!st) st = kiln_config_validate(c, false);
+  assert_non_null(st);
+  if (!strstr(kiln_status_message(st), where) || !strstr(kiln_status_message(st), needle))
+    fail_msg("error \"%s\" lacks \"%s\" or \"%s\"", kiln_status_message(st), where, needle);
+  kiln_status_free(st);
+  kiln_config_free(c);
+}
+
+static void test_unknown_key(void **state) {
+  (void)state;
+  expect_error("[backend]\nname = cpu\nbatchsize = 3\n", 3, "unknown key \"batchsize\"");
+}
+
+static void test_unknown_section(void **state) {
+  (void)state;
+  expect_error("[backend]\nname = cpu\n\n[bakend]\nname = x\n", 5, "unknown section [bakend]");
+}
+
+static void test_bad_values(void **state) {
+  (void)state;
+  expect_error("[backend]\nbatch = many\n", 2, "not an integer");
+  expect_error("[backend]\n\nbatch = 0\n", 3, "outside");
+  expect_error("[backend]\nfallback = gpu\n", 2, "not one of error|cpu");
+  expect_error("[sampling]\ntemperature = nan\n", 2, "not a finite number");
+  expect_error("[sampling]\ntop_p = 1.5\n", 2, "outside");
+}
+
+static void test_duplicate_and_syntax(void **state) {
+  (void)state;
+  expect_error("[backend]\nname = cpu\nname = hello\n", 3, "set twice");
+  expect_error("[backend]\nthis line has no equals sign\n", 2, "syntax error");
+  expect_error("name = cpu\n", 1, "outside any [section]");
+}
+
+static void test_missing_file(void **state) {
+  (void)state;
+  kiln_config *c;
+  KT_ASSERT_OK(kiln_config_new(&c));
+  char p[4200];
+  snprintf(p, sizeof p, "%s/nope.ini", dir);
+  KT_ASSERT_ERR(kiln_config_load_file(c, p), KILN_STATUS_NOT_FOUND, p);
+  kiln_config_free(c);
+}
+
+static void test_precedence(void **state) {
+  (void)state;
+  char *p = write_ini("prec.ini", "[backend]\nname = hello\nfallback = cpu\n");
+  setenv("KILN_BACKEND", "cuda-serial", 1);
+  kiln_config *c;
+  KT_ASSERT_OK(kiln_config_new(&c));
+  KT_ASSERT_OK(kiln_config_load_file(c, p));
+  KT_ASSERT_OK(kiln_config_apply_env(c));
+  KT_ASSERT_OK(kiln_config_set(c, "backend", "batch", "7", "--batch"));
+  KT_ASSERT_OK(kiln_config_validate(c, false));
+  const kiln_config_section *b = kiln_config_section_get(c, "backend");
+  assert_string_equal(kiln_config_get_str(b, "name"), "cuda-serial"); /* env beats file */
+  assert_string_equal(kiln_config_origin(b, "name"), "KILN_BACKEND");
+  assert_string_equal(kiln_config_get_str(b, "fallback"), "cpu");     /* file beats default */
+  assert_int_equal(kiln_config_get_int(b, "batch"), 7);               /* flag */
+  kiln_config_free(c);
+
+  /* a flag beats the environment */
+  KT_ASSERT_OK(kiln_config_new(&c));
+  KT_ASSERT_OK(kiln_config_apply_env(c));
+  KT_ASSERT_OK(kiln_config_set(c, "backend", "name", "cpu", "--backend"));
+  KT_ASSERT_OK(kiln_config_validate(c, false));
+  assert_string_equal(kiln_config_get_str(kiln_config_section_get(c, "backend"), "name"), "cpu");
+  kiln_config_free(c);
+  unsetenv("KILN_BACKEND");
+
+  /* a bad flag value names the flag */
+  KT_ASSERT_OK(kiln_config_new(&c));
+  KT_ASSERT_ERR(kiln_config_set(c, "backend", "batch", "-1", "--batch"), KILN_STATUS_OUT_OF_RANGE, "--batch");
+  kiln_config_free(c);
+}
+
+static void test_paths_relative_to_file(void **state) {
+  (void)state;
+  char *p = write_ini("paths.ini", "[model]\npath = models/m.gguf\n[general]\nplugin_path = a:/abs/b\n");
+  kiln_config *c;
+  KT_ASSERT_OK(kiln_config_new(&c));
+  KT_ASSERT_OK(kiln_config_load_file(c, p));
+  KT_ASSERT_OK(kiln_config_validate(c, false));
+  char want[4200];
+  snprintf(want, sizeof want, "%s/models/m.gguf", dir);
+  assert_string_equal(kiln_config_get_str(kiln_config_section_get(c, "model"), "path"), want);
+  snprintf(want, sizeof want, "%s/a:/abs/b", dir);
+  assert_string_equal(kiln_config_get_str(kiln_config_section_get(c, "general"), "plugin_path"), want);
+  kiln_config_free(c);
+}
+
+static const kiln_config_key plugin_keys[] = {
+    {"threads", KILN_CONFIG_INT, "0", 0, 64, NULL, "threads"},
+    {"precision", KILN_CONFIG_ENUM, "f32", 0, 0, "f32|f64", "accumulation"},
+};
+
+static void test_plugin_section_declared_late(void **state) {
+  (void)state;
+  char *p = write_ini("plug.ini", "[backend]\nname = cpu\n[cpu]\nprecision = f64\n");
+  kiln_config *c;
+  KT_ASSERT_OK(kiln_config_new(&c));
+  KT_ASSERT_OK(kiln_config_load_file(c, p));
+  KT_ASSERT_OK(kiln_config_validate(c, true)); /* [cpu] not declared yet: kept */
+  KT_ASSERT_OK(kiln_config_declare(c, "cpu", plugin_keys, 2));
+  KT_ASSERT_OK(kiln_config_validate(c, false));
+  const kiln_config_section *s = kiln_config_section_get(c, "cpu");
+  assert_string_equal(kiln_config_get_str(s, "precision"), "f64");
+  assert_int_equal(kiln_config_get_int(s, "threads"), 0);
+  kiln_config_free(c);
+
+  p = write_ini("plug2.ini", "[cpu]\n\nprecision = f16\n");
+  KT_ASSERT_OK(kiln_config_new(&c));
+  KT_ASSERT_OK(kiln_config_load_file(c, p));
+  KT_ASSERT_OK(kiln_config_declare(c, "cpu", plugin_keys, 2));
+  char where[4200];
+  snprintf(where, sizeof where, "%s:3", p);
+  KT_ASSERT_ERR(kiln_config_validate(c, false), KILN_STATUS_INVALID_ARGUMENT, where);
+  kiln_config_free(c);
+}
+
+static void test_help_lists_every_key(void **state) {
+  (void)state;
+  kiln_config *c;
+  KT_ASSERT_OK(kiln_config_new(&c));
+  char *buf = NULL;
+  size_t len = 0;
+  FILE *f = open_memstream(&buf, &len);
+  kiln_config_print_help(c, f);
+  fclose(f);
+  assert_non_null(strstr(buf, "[backend]"));
+  assert_non_null(strstr(buf, "fallback"));
+  assert_non_null(strstr(buf, "one of error|cpu"));
+  assert_non_null(strstr(buf, "[sampling]"));
+  free(buf);
+  kiln_config_free(c);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_defaults),
+      cmocka_unit_test(test_file_values_and_origin),
+      cmocka_unit_test(test_unknown_key),
+      cmocka_unit_test(test_unknown_section),
+      cmocka_unit_test(test_bad_values),
+      cmocka_unit_test(test_duplicate_and_syntax),
+      cmocka_unit_test(test_missing_file),
+      cmocka_unit_test(test_precedence),
+      cmocka_unit_test(test_paths_relative_to_file),
+      cmocka_unit_test(test_plugin_section_declared_late),
+      cmocka_unit_test(test_help_lists_every_key),
+  };
+  return cmocka_run_group_tests(tests, setup, teardown);
+}

@@ -1,0 +1,187 @@
+/* The guard against the defect at the top of DESIGN.md: for every
+ * registered template and every baked parameter, two descriptors that
+ * differ only in that parameter must give different keys AND different PTX
+ * (compiled with NVRTC, each in a service of its own so no tier can answer
+ * for another); and over sampled pairs, equal keys must mean byte-identical
+ * PTX. Built twice (tests/unit/kcache.mk): against libkiln, where it must
+ * pass, and against a service whose key leaves ε out, where it must fail
+ * (XFAIL), proving the guard can go red. */
+#include "config.h"
+
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "kcache_testhost.h"
+#include "kernel_templates.h"
+#include "nvrtc_compile.h"
+#include "testutil.h"
+
+/* Two values for every baked parameter any template declares. A template
+ * with a parameter missing here fails the suite: add its values. */
+typedef struct sample {
+  const char *name;
+  kiln_kparam_type type;
+  double v[2];
+} sample;
+
+static const sample samples[] = {
+    {"eps", KILN_KPARAM_F32, {1e-5, 1e-6}},
+    {"hidden", KILN_KPARAM_I64, {3584, 896}},
+    {"w_type", KILN_KPARAM_DTYPE, {KILN_TYPE_F32, KILN_TYPE_F16}},
+    {"block_size", KILN_KPARAM_I64, {256, 128}},
+    {"rows_per_block", KILN_KPARAM_I64, {4, 8}},
+};
+
+static const sample *sample_for(const char *tmpl, const kiln_kparam_decl *p) {
+  for (size_t i = 0; i < sizeof samples / sizeof samples[0]; i++)
+    if (strcmp(samples[i].name, p->name) == 0) {
+      if (samples[i].type != p->type)
+        fail_msg("template %s: parameter %s is %s here, the suite samples it as %s", tmpl,
+                 p->name, kiln_kparam_type_name(p->type), kiln_kparam_type_name(samples[i].type));
+      return &samples[i];
+    }
+  fail_msg("template %s: no sample values for baked parameter %s: add two to samples[]", tmpl,
+           p->name);
+  return NULL;
+}
+
+static kiln_nvrtc nv; /* one NVRTC set-up (probe) for the whole suite */
+
+/* One compiled kernel: its key and a copy of its PTX. */
+typedef struct result {
+  kiln_kkey key;
+  char *ptx;
+  size_t size;
+} result;
+
+/* Compiles template `t` with parameter i set to samples[...].v[choice[i]],
+ * in a fresh memory-only service, so the PTX is the compile of exactly this
+ * descriptor whatever its key. */
+static result compile_choice(const kiln_ktemplate *t, const int *choice) {
+  const kiln_host_api *h = kt_kcache_host();
+  kiln_kcache *kc = kt_kcache_open(NULL, NULL);
+  KT_ASSERT_OK(kiln_cuda_templates_register(h, kc));
+  kiln_kcompiler_desc cd;
+  kiln_nvrtc_compiler_desc(&nv, &cd);
+  kiln_kcompiler *c;
+  KT_ASSERT_OK(h->kcache_register_compiler(kc, &cd, &c));
+  kiln_kdesc *d;
+  KT_ASSERT_OK(h->kdesc_new(c, t->name, &d));
+  for (uint32_t i = 0; i < t->n_params; i++) {
+    const kiln_kparam_decl *p = &t->params[i];
+    if (p->kind != KILN_KPARAM_BAKED) continue;
+    const sample *s = sample_for(t->name, p);
+    double v = s->v[choice[i]];
+    switch (p->type) {
+    case KILN_KPARAM_F32: KT_ASSERT_OK(h->kdesc_set_f32(d, p->name, (float)v)); break;
+    case KILN_KPARAM_F64: KT_ASSERT_OK(h->kdesc_set_f64(d, p->name, v)); break;
+    case KILN_KPARAM_I64: KT_ASSERT_OK(h->kdesc_set_i64(d, p->name, (int64_t)v)); break;
+    case KILN_KPARAM_DTYPE: KT_ASSERT_OK(h->kdesc_set_dtype(d, p->name, (kiln_type)v)); break;
+    default: fail_msg("template %s: parameter %s: type not sampled", t->name, p->name);
+    }
+  }
+  kiln_kernel *k;
+  KT_ASSERT_OK(h->kcache_get(d, &k));
+  h->kdesc_free(d);
+  result r = {.key = k->key, .size = k->image_size};
+  r.ptx = malloc(k->image_size);
+  memcpy(r.ptx, k->image, k->image_size);
+  kiln_kcache_close(kc);
+  return r;
+}
+
+static bool same_ptx(const result *a, const result *b) {
+  return a->size == b->size && memcmp(a->ptx, b->ptx, a->size) == 0;
+}
+
+static int setup(void **state) {
+  kiln_status st = kiln_nvrtc_init(&nv, kt_kcache_host(), "sm_90");
+  if (st) {
+    fprintf(stderr, "NVRTC set-up failed: %s\n", kiln_status_message(st));
+    kiln_status_free(st);
+    return -1;
+  }
+  return 0;
+}
+
+/* Every template, every baked parameter: different keys and different PTX. */
+static void test_each_baked_parameter(void **state) {
+  unsigned checked = 0;
+  for (unsigned ti = 0; ti < kiln_cuda_n_templates; ti++) {
+    const kiln_ktemplate *t = kiln_cuda_templates[ti];
+    int choice[KILN_KTEMPLATE_MAX_PARAMS] = {0};
+    result base = compile_choice(t, choice);
+    for (uint32_t i = 0; i < t->n_params; i++) {
+      if (t->params[i].kind != KILN_KPARAM_BAKED) continue;
+      choice[i] = 1;
+      result other = compile_choice(t, choice);
+      choice[i] = 0;
+      char ka[KILN_KKEY_HEX_SIZE], kb[KILN_KKEY_HEX_SIZE];
+      kiln_kkey_format(&base.key, ka);
+      kiln_kkey_format(&other.key, kb);
+      printf("%-18s %-15s keys %s / %s, PTX %zu / %zu bytes%s\n", t->name, t->params[i].name,
+             ka, kb, base.size, other.size, same_ptx(&base, &other) ? " IDENTICAL" : "");
+      if (same_ptx(&base, &other))
+        fail_msg("template %s: changing %s does not change the PTX: is it really baked?",
+                 t->name, t->params[i].name);
+      if (kiln_kkey_equal(&base.key, &other.key))
+        fail_msg("template %s: descriptors differing only in %s have the same key %s but "
+                 "different PTX: the key does not cover %s",
+                 t->name, t->params[i].name, ka, t->params[i].name);
+      free(other.ptx);
+      checked++;
+    }
+    free(base.ptx);
+  }
+  assert_true(checked >= 3 * 4);
+}
+
+/* Sampled descriptors (a fixed pseudo-random draw, some drawn twice): for
+ * every pair, equal keys <=> byte-identical PTX. */
+static void test_sampled_pairs(void **state) {
+  enum { N = 8 };
+  uint32_t s = 2024;
+  for (unsigned ti = 0; ti < kiln_cuda_n_templates; ti++) {
+    const kiln_ktemplate *t = kiln_cuda_templates[ti];
+    int choices[N][KILN_KTEMPLATE_MAX_PARAMS];
+    result r[N];
+    for (int n = 0; n < N; n++) {
+      for (uint32_t i = 0; i < KILN_KTEMPLATE_MAX_PARAMS; i++) {
+        s = s * 1664525u + 1013904223u;
+        choices[n][i] = (s >> 16) & 1;
+      }
+      if (n == N - 1) memcpy(choices[n], choices[0], sizeof choices[n]); /* a repeat */
+      /* two that differ only in eps */
+      if (n == N - 2) {
+        memcpy(choices[n], choices[1], sizeof choices[n]);
+        for (uint32_t i = 0; i < t->n_params; i++)
+          if (strcmp(t->params[i].name, "eps") == 0) choices[n][i] ^= 1;
+      }
+      r[n] = compile_choice(t, choices[n]);
+    }
+    for (int a = 0; a < N; a++)
+      for (int b = 0; b < a; b++) {
+        bool ke = kiln_kkey_equal(&r[a].key, &r[b].key), pe = same_ptx(&r[a], &r[b]);
+        if (ke != pe)
+          fail_msg("template %s: descriptors %d and %d have %s keys but %s PTX", t->name, a, b,
+                   ke ? "equal" : "different", pe ? "identical" : "different");
+      }
+    assert_true(kiln_kkey_equal(&r[0].key, &r[N - 1].key));
+    for (int n = 0; n < N; n++) free(r[n].ptx);
+  }
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_each_baked_parameter),
+      cmocka_unit_test(test_sampled_pairs),
+  };
+  return cmocka_run_group_tests(tests, setup, NULL);
+}

@@ -1,0 +1,113 @@
+/* The plugin loader refuses broken plugins before running their code, with
+ * a message naming the file and the versions, and loads a valid one. */
+#include "config.h"
+
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "kiln/backend.h"
+#include "testutil.h"
+
+static const char *builddir(void) {
+  const char *b = getenv("KILN_BUILDDIR");
+  return b ? b : ".";
+}
+
+static char *broken_path(const char *name) {
+  static char p[4096];
+  snprintf(p, sizeof p, "%s/tests/plugins/.libs/kiln-%s.so", builddir(), name);
+  return p;
+}
+
+static void expect_refused(const char *name, kiln_status_code code, const char *n1, const char *n2) {
+  const char *path = broken_path(name);
+  kiln_plugin *p = NULL;
+  kiln_status st = kiln_plugin_load(path, &p);
+  if (!st) fail_msg("%s loaded, expected a refusal", path);
+  assert_null(p);
+  const char *m = kiln_status_message(st);
+  if (kiln_status_code_of(st) != code || !strstr(m, path) || !strstr(m, n1) || (n2 && !strstr(m, n2)))
+    fail_msg("%s: unexpected refusal [%s] \"%s\"", name, kiln_status_code_name(kiln_status_code_of(st)), m);
+  /* init would have answered with its own message: it never ran */
+  assert_null(strstr(m, "init ran"));
+  kiln_status_free(st);
+}
+
+static void test_missing_entry_symbol(void **state) {
+  (void)state;
+  expect_refused("noentry", KILN_STATUS_ABI, "no kiln_backend_entry symbol", NULL);
+}
+
+static void test_other_abi_major(void **state) {
+  (void)state;
+  char found[32], want[32];
+  snprintf(found, sizeof found, "ABI %d.%d", KILN_PLUGIN_ABI_MAJOR + 1, 0);
+  snprintf(want, sizeof want, "ABI %d.%d", KILN_PLUGIN_ABI_MAJOR, KILN_PLUGIN_ABI_MINOR);
+  expect_refused("broken-abi", KILN_STATUS_ABI, found, want);
+}
+
+static void test_newer_minor(void **state) {
+  (void)state;
+  char found[32];
+  snprintf(found, sizeof found, "ABI %d.%d is newer", KILN_PLUGIN_ABI_MAJOR, KILN_PLUGIN_ABI_MINOR + 1);
+  expect_refused("broken-minor", KILN_STATUS_ABI, found, NULL);
+}
+
+static void test_short_ops_table(void **state) {
+  (void)state;
+  char sizes[64];
+  snprintf(sizes, sizeof sizes, "is %zu bytes", offsetof(kiln_backend_ops, run));
+  expect_refused("broken-short", KILN_STATUS_ABI, sizes, "needs at least");
+}
+
+static void test_name_must_match_file(void **state) {
+  (void)state;
+  expect_refused("broken-name", KILN_STATUS_ABI, "calls itself \"hello\"", "kiln-hello.so");
+}
+
+static void test_not_a_shared_object(void **state) {
+  (void)state;
+  char *dir = kt_mkdtemp("plugin");
+  char path[4200];
+  snprintf(path, sizeof path, "%s/kiln-junk.so", dir);
+  assert_true(kt_write_file(path, "not an ELF file", 15));
+  kiln_plugin *p;
+  KT_ASSERT_ERR(kiln_plugin_load(path, &p), KILN_STATUS_IO, "ldd");
+  kt_rm_rf(dir);
+  free(dir);
+}
+
+static void test_valid_plugin_loads(void **state) {
+  (void)state;
+  kiln_plugin_registry *r;
+  KT_ASSERT_OK(kiln_plugin_registry_new(getenv("KILN_PLUGIN_PATH"), &r));
+  kiln_plugin *p;
+  KT_ASSERT_OK(kiln_plugin_registry_get(r, "hello", &p));
+  assert_string_equal(kiln_plugin_name(p), "hello");
+  kiln_probe_info info;
+  KT_ASSERT_OK(kiln_plugin_probe(p, &info));
+  assert_true(info.available);
+  KT_ASSERT_ERR(kiln_plugin_registry_get(r, "no-such-backend", &p), KILN_STATUS_NOT_FOUND,
+                "kiln-no-such-backend.so");
+  kiln_plugin_registry_free(r);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_missing_entry_symbol),
+      cmocka_unit_test(test_other_abi_major),
+      cmocka_unit_test(test_newer_minor),
+      cmocka_unit_test(test_short_ops_table),
+      cmocka_unit_test(test_name_must_match_file),
+      cmocka_unit_test(test_not_a_shared_object),
+      cmocka_unit_test(test_valid_plugin_loads),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
