@@ -37,6 +37,7 @@ int cmd_config(int argc, char **argv);
 int cmd_qa(int argc, char **argv);
 int cmd_synth(int argc, char **argv);
 int cmd_parity(int argc, char **argv);
+int cmd_bench(int argc, char **argv);
 /* kiln kernels, with [kernel_cache] dir from the configuration (-c) unless
  * --dir is given. */
 int cmd_kernels(int argc, char **argv);

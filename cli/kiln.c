@@ -20,6 +20,7 @@ static const command commands[] = {
     {"backends", cmd_backends, "list backend plugins, their ABI and hardware"},
     {"config", cmd_config, "print the configuration reference or the effective configuration"},
     {"parity", cmd_parity, "compare a backend with a reference, per op and per token position"},
+    {"bench", cmd_bench, "prefill and decode throughput of a backend on a model"},
     {"qa", cmd_qa, "replay a golden set of prompts and reference token ids"},
     {"synth", cmd_synth, "write a synthetic model with seeded random weights"},
     {"kernels", cmd_kernels, "the kernel cache: template schemas, cached entries, clear"},

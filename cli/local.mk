@@ -10,6 +10,7 @@ cli_kiln_SOURCES = \
 	cli/cmd_config.c \
 	cli/cmd_qa.c \
 	cli/cmd_parity.c \
+	cli/cmd_bench.c \
 	cli/cmd_synth.c \
 	cli/cmd_kernels.c \
 	cli/cmd_kernels.h \
@@ -21,3 +22,5 @@ cli_kiln_CPPFLAGS = $(AM_CPPFLAGS) -DKILN_ABS_BUILDDIR='"$(abs_top_builddir)"' \
 	-I$(top_builddir)/backends/cuda-common/kernels
 $(cli_kiln_OBJECTS): $(kiln_cuda_template_incs)
 cli_kiln_LDADD = libkiln.la
+
+EXTRA_DIST += bench/kiln_vs_llamacpp.py

@@ -77,10 +77,218 @@ static const kiln_ktemplate rmsnorm_row_cc12 = {
     .help = "RMSNorm, one block per row, scalar loads (cuda-cc120, compute capability 12.x)",
 };
 
+/* ---- the other ops: one template each ------------------------------------ */
+
+#define BLOCK_SIZE_PARAM \
+  {"block_size", KILN_KPARAM_I64, KILN_KPARAM_BAKED, "threads per block"}
+
+static const char matvec_source[] =
+#include "wtype_select.cuh.inc"
+#include "wtype_common.cuh.inc"
+#include "matvec.cu.inc"
+    ;
+
+static const kiln_kparam_decl matvec_params[] = {
+    {"w_type", KILN_KPARAM_DTYPE, KILN_KPARAM_BAKED,
+     "the weight's type: F32|F16|BF16|Q4_0|Q5_0|Q8_0|Q4_K|Q6_K"},
+    {"k", KILN_KPARAM_I64, KILN_KPARAM_BAKED, "row length K: the weight's ne0"},
+    {"rows_per_block", KILN_KPARAM_I64, KILN_KPARAM_BAKED, "weight rows per block, one warp each"},
+    {"w", KILN_KPARAM_PTR, KILN_KPARAM_RUNTIME, "weight rows, k values of w_type each"},
+    {"x", KILN_KPARAM_PTR, KILN_KPARAM_RUNTIME, "input columns, f32 [k, n_cols]"},
+    {"y", KILN_KPARAM_PTR, KILN_KPARAM_RUNTIME, "output columns, f32 [n_rows, n_cols]"},
+    {"n_rows", KILN_KPARAM_I32, KILN_KPARAM_RUNTIME, "weight rows N"},
+    {"n_cols", KILN_KPARAM_I32, KILN_KPARAM_RUNTIME, "columns (tokens) in this launch"},
+};
+
+static const kiln_ktemplate matvec = {
+    .name = KILN_CUDA_T_MATVEC,
+    .version = 1,
+    .entry = "kiln_matvec",
+    .source = matvec_source,
+    .params = matvec_params,
+    .n_params = sizeof matvec_params / sizeof matvec_params[0],
+    .help = "MUL_MAT for decode: warp per weight row, dequantized in registers, f32 sums",
+};
+
+static const char dequant_rows_source[] =
+#include "wtype_select.cuh.inc"
+#include "wtype_common.cuh.inc"
+#include "dequant_rows.cu.inc"
+    ;
+
+static const kiln_kparam_decl dequant_rows_params[] = {
+    {"w_type", KILN_KPARAM_DTYPE, KILN_KPARAM_BAKED, "the weight's type"},
+    {"k", KILN_KPARAM_I64, KILN_KPARAM_BAKED, "row length K: the weight's ne0"},
+    BLOCK_SIZE_PARAM,
+    {"w", KILN_KPARAM_PTR, KILN_KPARAM_RUNTIME, "the first weight row of the tile"},
+    {"y", KILN_KPARAM_PTR, KILN_KPARAM_RUNTIME, "f32 tile [k, n_rows]"},
+    {"n_rows", KILN_KPARAM_I32, KILN_KPARAM_RUNTIME, "rows in the tile"},
+};
+
+static const kiln_ktemplate dequant_rows = {
+    .name = KILN_CUDA_T_DEQUANT_ROWS,
+    .version = 1,
+    .entry = "kiln_dequant_rows",
+    .source = dequant_rows_source,
+    .params = dequant_rows_params,
+    .n_params = sizeof dequant_rows_params / sizeof dequant_rows_params[0],
+    .help = "weight rows to an f32 tile for the prefill GEMMs (bit-exact to core/dequant.c)",
+};
+
+static const char bias_add_source[] =
+#include "wtype_select.cuh.inc"
+#include "wtype_common.cuh.inc"
+#include "bias_add.cu.inc"
+    ;
+
+static const kiln_kparam_decl bias_add_params[] = {
+    {"w_type", KILN_KPARAM_DTYPE, KILN_KPARAM_BAKED, "the bias's type"},
+    {"n", KILN_KPARAM_I64, KILN_KPARAM_BAKED, "bias length N (output rows)"},
+    BLOCK_SIZE_PARAM,
+    {"b", KILN_KPARAM_PTR, KILN_KPARAM_RUNTIME, "the bias, n values of w_type"},
+    {"y", KILN_KPARAM_PTR, KILN_KPARAM_RUNTIME, "f32 [n, n_cols], added to in place"},
+    {"n_cols", KILN_KPARAM_I32, KILN_KPARAM_RUNTIME, "columns (tokens) in this launch"},
+};
+
+static const kiln_ktemplate bias_add = {
+    .name = KILN_CUDA_T_BIAS_ADD,
+    .version = 1,
+    .entry = "kiln_bias_add",
+    .source = bias_add_source,
+    .params = bias_add_params,
+    .n_params = sizeof bias_add_params / sizeof bias_add_params[0],
+    .help = "adds a MUL_MAT's bias (qwen2's Q/K/V) to every column",
+};
+
+static const char get_rows_source[] =
+#include "wtype_select.cuh.inc"
+#include "wtype_common.cuh.inc"
+#include "get_rows.cu.inc"
+    ;
+
+static const kiln_kparam_decl get_rows_params[] = {
+    {"w_type", KILN_KPARAM_DTYPE, KILN_KPARAM_BAKED, "the embedding table's type"},
+    {"hidden", KILN_KPARAM_I64, KILN_KPARAM_BAKED, "row length: the table's ne0"},
+    BLOCK_SIZE_PARAM,
+    {"table", KILN_KPARAM_PTR, KILN_KPARAM_RUNTIME, "the embedding table"},
+    {"ids", KILN_KPARAM_PTR, KILN_KPARAM_RUNTIME, "token ids, i32 [n_tokens], checked by the host"},
+    {"y", KILN_KPARAM_PTR, KILN_KPARAM_RUNTIME, "f32 [hidden, n_tokens]"},
+    {"n_tokens", KILN_KPARAM_I32, KILN_KPARAM_RUNTIME, "tokens in this launch"},
+};
+
+static const kiln_ktemplate get_rows = {
+    .name = KILN_CUDA_T_GET_ROWS,
+    .version = 1,
+    .entry = "kiln_get_rows",
+    .source = get_rows_source,
+    .params = get_rows_params,
+    .n_params = sizeof get_rows_params / sizeof get_rows_params[0],
+    .help = "GET_ROWS: token embedding rows of any weight type as f32",
+};
+
+static const char rope_source[] =
+#include "rope.cu.inc"
+    ;
+
+static const kiln_kparam_decl rope_params[] = {
+    {"mode", KILN_KPARAM_STR, KILN_KPARAM_BAKED, "NORM (pairs 2i, 2i+1) or NEOX (pairs i, i+n_rot/2)"},
+    {"n_rot", KILN_KPARAM_I64, KILN_KPARAM_BAKED, "rotated dimensions per head (even)"},
+    {"head_dim", KILN_KPARAM_I64, KILN_KPARAM_BAKED, "values per head"},
+    {"n_head", KILN_KPARAM_I64, KILN_KPARAM_BAKED, "heads per token in the input"},
+    {"theta", KILN_KPARAM_F32, KILN_KPARAM_BAKED, "RoPE base (rope.freq_base), bit-exact"},
+    BLOCK_SIZE_PARAM,
+    {"x", KILN_KPARAM_PTR, KILN_KPARAM_RUNTIME, "f32 [head_dim * n_head, n_tokens]"},
+    {"y", KILN_KPARAM_PTR, KILN_KPARAM_RUNTIME, "f32, same shape; may be x"},
+    {"n_tokens", KILN_KPARAM_I32, KILN_KPARAM_RUNTIME, "tokens in this launch"},
+    {"pos0", KILN_KPARAM_I32, KILN_KPARAM_RUNTIME, "position of the first token"},
+};
+
+static const kiln_ktemplate rope = {
+    .name = KILN_CUDA_T_ROPE,
+    .version = 1,
+    .entry = "kiln_rope",
+    .source = rope_source,
+    .params = rope_params,
+    .n_params = sizeof rope_params / sizeof rope_params[0],
+    .help = "rotary position embedding, angles and rotation in double",
+};
+
+static const char attention_source[] =
+#include "attention.cu.inc"
+    ;
+
+static const kiln_kparam_decl attention_params[] = {
+    {"head_dim", KILN_KPARAM_I64, KILN_KPARAM_BAKED, "values per head (at most 256)"},
+    {"n_head", KILN_KPARAM_I64, KILN_KPARAM_BAKED, "query heads"},
+    {"n_head_kv", KILN_KPARAM_I64, KILN_KPARAM_BAKED, "KV heads (n_head % n_head_kv == 0)"},
+    {"scale", KILN_KPARAM_F32, KILN_KPARAM_BAKED, "softmax scale (1/sqrt(head_dim)), bit-exact"},
+    {"warps", KILN_KPARAM_I64, KILN_KPARAM_BAKED, "warps per (head, token) block"},
+    {"q", KILN_KPARAM_PTR, KILN_KPARAM_RUNTIME, "queries, f32 [head_dim * n_head, n_tokens]"},
+    {"k_cache", KILN_KPARAM_PTR, KILN_KPARAM_RUNTIME, "K cache, f32 [head_dim * n_head_kv, n_ctx]"},
+    {"v_cache", KILN_KPARAM_PTR, KILN_KPARAM_RUNTIME, "V cache, same shape"},
+    {"y", KILN_KPARAM_PTR, KILN_KPARAM_RUNTIME, "output, shaped like q"},
+    {"n_tokens", KILN_KPARAM_I32, KILN_KPARAM_RUNTIME, "tokens in this launch"},
+    {"pos0", KILN_KPARAM_I32, KILN_KPARAM_RUNTIME, "position of the first token"},
+};
+
+static const kiln_ktemplate attention = {
+    .name = KILN_CUDA_T_ATTENTION,
+    .version = 1,
+    .entry = "kiln_attention",
+    .source = attention_source,
+    .params = attention_params,
+    .n_params = sizeof attention_params / sizeof attention_params[0],
+    .help = "causal GQA attention, online softmax with max subtraction, f32",
+};
+
+static const char swiglu_source[] =
+#include "swiglu.cu.inc"
+    ;
+
+static const kiln_kparam_decl swiglu_params[] = {
+    BLOCK_SIZE_PARAM,
+    {"a", KILN_KPARAM_PTR, KILN_KPARAM_RUNTIME, "gate, f32"},
+    {"b", KILN_KPARAM_PTR, KILN_KPARAM_RUNTIME, "up, f32"},
+    {"y", KILN_KPARAM_PTR, KILN_KPARAM_RUNTIME, "silu(a) * b, f32"},
+    {"n", KILN_KPARAM_I64, KILN_KPARAM_RUNTIME, "values"},
+};
+
+static const kiln_ktemplate swiglu = {
+    .name = KILN_CUDA_T_SWIGLU,
+    .version = 1,
+    .entry = "kiln_swiglu",
+    .source = swiglu_source,
+    .params = swiglu_params,
+    .n_params = sizeof swiglu_params / sizeof swiglu_params[0],
+    .help = "SWIGLU: silu(a) * b elementwise",
+};
+
+static const char add_source[] =
+#include "add.cu.inc"
+    ;
+
+static const kiln_kparam_decl add_params[] = {
+    BLOCK_SIZE_PARAM,
+    {"a", KILN_KPARAM_PTR, KILN_KPARAM_RUNTIME, "f32"},
+    {"b", KILN_KPARAM_PTR, KILN_KPARAM_RUNTIME, "f32"},
+    {"y", KILN_KPARAM_PTR, KILN_KPARAM_RUNTIME, "a + b, f32"},
+    {"n", KILN_KPARAM_I64, KILN_KPARAM_RUNTIME, "values"},
+};
+
+static const kiln_ktemplate add = {
+    .name = KILN_CUDA_T_ADD,
+    .version = 1,
+    .entry = "kiln_add",
+    .source = add_source,
+    .params = add_params,
+    .n_params = sizeof add_params / sizeof add_params[0],
+    .help = "ADD: a + b elementwise (residuals)",
+};
+
 const kiln_ktemplate *const kiln_cuda_templates[] = {
-    &rmsnorm_row_vec,
-    &rmsnorm_rows,
-    &rmsnorm_row_cc12,
+    &rmsnorm_row_vec, &rmsnorm_rows, &rmsnorm_row_cc12, &matvec,   &dequant_rows,
+    &bias_add,        &get_rows,     &rope,             &attention, &swiglu,
+    &add,
 };
 const unsigned kiln_cuda_n_templates = sizeof kiln_cuda_templates / sizeof kiln_cuda_templates[0];
 

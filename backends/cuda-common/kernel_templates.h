@@ -9,6 +9,14 @@
 #define KILN_CUDA_T_RMSNORM_ROW_VEC "rmsnorm_row_vec"
 #define KILN_CUDA_T_RMSNORM_ROWS "rmsnorm_rows"
 #define KILN_CUDA_T_RMSNORM_ROW_CC12 "rmsnorm_row_cc12"
+#define KILN_CUDA_T_MATVEC "matvec"
+#define KILN_CUDA_T_DEQUANT_ROWS "dequant_rows"
+#define KILN_CUDA_T_BIAS_ADD "bias_add"
+#define KILN_CUDA_T_GET_ROWS "get_rows"
+#define KILN_CUDA_T_ROPE "rope"
+#define KILN_CUDA_T_ATTENTION "attention"
+#define KILN_CUDA_T_SWIGLU "swiglu"
+#define KILN_CUDA_T_ADD "add"
 
 /* Every template cuda-common defines. */
 extern const kiln_ktemplate *const kiln_cuda_templates[];

@@ -11,7 +11,17 @@ kiln_cuda_template_files = \
 	backends/cuda-common/kernels/rmsnorm_common.cuh.tmpl \
 	backends/cuda-common/kernels/rmsnorm_row_vec.cu.tmpl \
 	backends/cuda-common/kernels/rmsnorm_rows.cu.tmpl \
-	backends/cuda-common/kernels/rmsnorm_row_cc12.cu.tmpl
+	backends/cuda-common/kernels/rmsnorm_row_cc12.cu.tmpl \
+	backends/cuda-common/kernels/wtype_select.cuh.tmpl \
+	backends/cuda-common/kernels/wtype_common.cuh.tmpl \
+	backends/cuda-common/kernels/matvec.cu.tmpl \
+	backends/cuda-common/kernels/dequant_rows.cu.tmpl \
+	backends/cuda-common/kernels/bias_add.cu.tmpl \
+	backends/cuda-common/kernels/get_rows.cu.tmpl \
+	backends/cuda-common/kernels/rope.cu.tmpl \
+	backends/cuda-common/kernels/attention.cu.tmpl \
+	backends/cuda-common/kernels/swiglu.cu.tmpl \
+	backends/cuda-common/kernels/add.cu.tmpl
 kiln_cuda_template_incs = $(kiln_cuda_template_files:.tmpl=.inc)
 EXTRA_DIST += $(kiln_cuda_template_files)
 CLEANFILES += $(kiln_cuda_template_incs)

@@ -36,3 +36,9 @@ tests_unit_test_plugin_loader_LDADD = $(TEST_LIBS)
 tests_unit_test_sampler_SOURCES = tests/unit/test_sampler.c
 tests_unit_test_sampler_CFLAGS = $(TEST_CFLAGS)
 tests_unit_test_sampler_LDADD = $(TEST_LIBS)
+
+check_PROGRAMS += tests/unit/test_chat
+TESTS += tests/unit/test_chat
+tests_unit_test_chat_SOURCES = tests/unit/test_chat.c
+tests_unit_test_chat_CFLAGS = $(TEST_CFLAGS)
+tests_unit_test_chat_LDADD = $(TEST_LIBS)

@@ -29,14 +29,31 @@ typedef struct sample {
   const char *name;
   kiln_kparam_type type;
   double v[2];
+  const char *s[2]; /* str parameters */
 } sample;
 
+/* Values shared by every template that declares the name, so each pair
+ * must be valid for all of them (n_rot <= head_dim, n_head a multiple of
+ * n_head_kv in every combination). */
 static const sample samples[] = {
-    {"eps", KILN_KPARAM_F32, {1e-5, 1e-6}},
-    {"hidden", KILN_KPARAM_I64, {3584, 896}},
-    {"w_type", KILN_KPARAM_DTYPE, {KILN_TYPE_F32, KILN_TYPE_F16}},
-    {"block_size", KILN_KPARAM_I64, {256, 128}},
-    {"rows_per_block", KILN_KPARAM_I64, {4, 8}},
+    {"eps", KILN_KPARAM_F32, {1e-5, 1e-6}, {NULL, NULL}},
+    {"hidden", KILN_KPARAM_I64, {3584, 896}, {NULL, NULL}},
+    {"w_type", KILN_KPARAM_DTYPE, {KILN_TYPE_F32, KILN_TYPE_F16}, {NULL, NULL}},
+    {"block_size", KILN_KPARAM_I64, {256, 128}, {NULL, NULL}},
+    {"rows_per_block", KILN_KPARAM_I64, {4, 8}, {NULL, NULL}},
+    /* matvec, dequant_rows */
+    {"k", KILN_KPARAM_I64, {4096, 768}, {NULL, NULL}},
+    /* bias_add */
+    {"n", KILN_KPARAM_I64, {3584, 512}, {NULL, NULL}},
+    /* rope, attention */
+    {"mode", KILN_KPARAM_STR, {0, 0}, {"NEOX", "NORM"}},
+    {"n_rot", KILN_KPARAM_I64, {64, 32}, {NULL, NULL}},
+    {"head_dim", KILN_KPARAM_I64, {128, 64}, {NULL, NULL}},
+    {"n_head", KILN_KPARAM_I64, {28, 14}, {NULL, NULL}},
+    {"n_head_kv", KILN_KPARAM_I64, {2, 7}, {NULL, NULL}},
+    {"theta", KILN_KPARAM_F32, {1e6, 1e4}, {NULL, NULL}},
+    {"scale", KILN_KPARAM_F32, {0.08838834764831845, 0.125}, {NULL, NULL}},
+    {"warps", KILN_KPARAM_I64, {4, 8}, {NULL, NULL}},
 };
 
 static const sample *sample_for(const char *tmpl, const kiln_kparam_decl *p) {
@@ -84,6 +101,7 @@ static result compile_choice(const kiln_ktemplate *t, const int *choice) {
     case KILN_KPARAM_F64: KT_ASSERT_OK(h->kdesc_set_f64(d, p->name, v)); break;
     case KILN_KPARAM_I64: KT_ASSERT_OK(h->kdesc_set_i64(d, p->name, (int64_t)v)); break;
     case KILN_KPARAM_DTYPE: KT_ASSERT_OK(h->kdesc_set_dtype(d, p->name, (kiln_type)v)); break;
+    case KILN_KPARAM_STR: KT_ASSERT_OK(h->kdesc_set_str(d, p->name, s->s[choice[i]])); break;
     default: fail_msg("template %s: parameter %s: type not sampled", t->name, p->name);
     }
   }
