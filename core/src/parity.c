@@ -64,7 +64,16 @@ static kiln_status run_side(kiln_runtime *rt, const kiln_model *m, const int32_t
   }
   for (uint32_t i = 0; !st && names_out && i < cap->n_nodes; i++)
     snprintf(names_out[i], KILN_NAME_MAX, "%s", kiln_graph_node(g, i)->name);
-  snprintf(backend_name, name_cap, "%s", kiln_plan_backend_name(p));
+  /* "cpu[precision=f64]", "cpu[eps=1e-05]": the side as configured */
+  int w = snprintf(backend_name, name_cap, "%s", kiln_plan_backend_name(p));
+  for (size_t i = 0; i < side->n_overrides && w > 0 && (size_t)w < name_cap; i++)
+    w += snprintf(backend_name + w, name_cap - (size_t)w, "%s%s=%s", i ? "," : "[", side->overrides[i].key,
+                  side->overrides[i].value);
+  if (side->eps_override > 0.0f && w > 0 && (size_t)w < name_cap)
+    w += snprintf(backend_name + w, name_cap - (size_t)w, "%seps=%g", side->n_overrides ? "," : "[",
+                  (double)side->eps_override);
+  if ((side->n_overrides || side->eps_override > 0.0f) && w > 0 && (size_t)w < name_cap)
+    snprintf(backend_name + w, name_cap - (size_t)w, "]");
   if (!st && o->per_op) {
     kiln_plan_set_observer(p, on_node, cap);
     st = kiln_session_eval(s, ids, (int32_t)n, NULL, NULL);
@@ -253,7 +262,7 @@ kiln_status kiln_parity_plot_svg(const kiln_parity_report *r, const char *path) 
     unlink(data);
     return kiln_status_new(KILN_STATUS_UNAVAILABLE, "parity plot: cannot run %s", KILN_GNUPLOT);
   }
-  fprintf(gp, "set terminal svg size 1200,700 dynamic\nset output '%s'\n", path);
+  fprintf(gp, "set terminal svg size 1200,700 dynamic noenhanced\nset output '%s'\n", path);
   fprintf(gp, "set title 'norm ratio |test|/|ref| by position: %s vs %s'\n", r->test_name, r->ref_name);
   fprintf(gp, "set xlabel 'token position'\nset ylabel 'norm ratio'\nset key outside right font ',8'\n");
   fprintf(gp, "set grid\n");
