@@ -52,7 +52,7 @@ bool kiln_cu_load(kiln_cu *cu, char *why, size_t why_size) {
   void *lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
   if (!lib) {
     const char *e = dlerror();
-    snprintf(why, why_size, "no NVIDIA driver (libcuda.so.1: %s)", e ? e : "not found");
+    snprintf(why, why_size, "no NVIDIA driver (%s)", e ? e : "libcuda.so.1: not found");
     return false;
   }
   /* dlsym returns an object pointer; POSIX guarantees it converts to a

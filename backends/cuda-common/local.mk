@@ -1,6 +1,8 @@
 # cuda-common: shared by the CUDA plugins (a libtool convenience library
-# they link): the NVRTC compile hook, the kernel templates and the
-# node -> descriptor functions. It never links libcuda or cudart (the
+# they link): the driver API resolved at run time, context, stream and
+# device memory, the NVRTC compile hook, the kernel templates, the
+# node -> descriptor functions, cuBLAS, and the ops table behind the three
+# plugins' entry tables (cuda_backend.h). It never links libcuda or cudart (the
 # driver API is resolved at run time) and never links libkiln (it reaches
 # the host, the kernel cache included, through kiln_host_api).
 #
@@ -40,10 +42,24 @@ backends_cuda_common_libkilncudacommon_la_SOURCES = \
 	backends/cuda-common/nvrtc_compile.c \
 	backends/cuda-common/nvrtc_compile.h \
 	backends/cuda-common/rmsnorm_describe.c \
-	backends/cuda-common/rmsnorm_describe.h
+	backends/cuda-common/rmsnorm_describe.h \
+	backends/cuda-common/op_describe.h \
+	backends/cuda-common/cuda_check.c \
+	backends/cuda-common/matmul_describe.c \
+	backends/cuda-common/misc_describe.c \
+	backends/cuda-common/cuda_driver.c \
+	backends/cuda-common/cuda_driver.h \
+	backends/cuda-common/cuda_backend.h \
+	backends/cuda-common/cuda_config_keys.h \
+	backends/cuda-common/cuda_plugin.c \
+	backends/cuda-common/cuda_buffers.c \
+	backends/cuda-common/cuda_kernel.c \
+	backends/cuda-common/cuda_prepare.c \
+	backends/cuda-common/cuda_run.c \
+	backends/cuda-common/cuda_gemm.c
 backends_cuda_common_libkilncudacommon_la_CPPFLAGS = $(AM_CPPFLAGS) $(CUDA_CPPFLAGS) \
 	-I$(top_builddir)/backends/cuda-common/kernels
-backends_cuda_common_libkilncudacommon_la_LIBADD = $(NVRTC_LIBS) -lm
+backends_cuda_common_libkilncudacommon_la_LIBADD = $(NVRTC_LIBS) $(CUBLAS_LIBS) -ldl -lm
 # The generated template text must exist before kernel_templates.c compiles.
 $(backends_cuda_common_libkilncudacommon_la_OBJECTS): $(kiln_cuda_template_incs)
 endif

@@ -63,6 +63,11 @@ static kiln_status nvrtc_compile(void *user, const char *program, const char *so
 
 static void nvrtc_free_image(void *user, void *image) { free(image); }
 
+static void nvrtc_release_slot(void *user, void *slot) {
+  const kiln_nvrtc *nv = user;
+  if (nv->release_slot) nv->release_slot(nv->release_ctx, slot);
+}
+
 /* The value after `tag` on the PTX header line that has it, up to the end
  * of the line or a comma. */
 static void header_field(const char *ptx, const char *tag, char *out, size_t cap) {
@@ -132,7 +137,7 @@ void kiln_nvrtc_compiler_desc(const kiln_nvrtc *nv, kiln_kcompiler_desc *out_des
   out_desc->image_kind = KILN_KIMAGE_PTX;
   out_desc->compile = nvrtc_compile;
   out_desc->free_image = nvrtc_free_image;
-  out_desc->release_slot = NULL; /* the backend sets its own when it loads modules */
+  out_desc->release_slot = nv->release_slot ? nvrtc_release_slot : NULL;
   out_desc->user = (void *)nv;
 }
 

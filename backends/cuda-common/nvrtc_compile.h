@@ -15,6 +15,11 @@ typedef struct kiln_nvrtc {
   char arch_option[48];      /* "--gpu-architecture=sm_90" */
   const char *options[KILN_NVRTC_MAX_OPTIONS];
   uint32_t n_options;
+  /* Optional, set by a backend after kiln_nvrtc_init: unloads what the
+   * backend keeps in a kernel's slot (its CUmodule) when the compiler is
+   * unregistered. NULL: slots are never used. */
+  void (*release_slot)(void *release_ctx, void *slot);
+  void *release_ctx;
 } kiln_nvrtc;
 
 /* Prepares nv to compile for `arch` (an exact "sm_<digits>[a|f]", e.g.
@@ -28,8 +33,9 @@ typedef struct kiln_nvrtc {
 kiln_status kiln_nvrtc_init(kiln_nvrtc *nv, const kiln_host_api *host, const char *arch);
 
 /* The compiler description for kcache_register_compiler: name "nvrtc",
- * nv's version, arch and options, PTX images. It points into nv, which
- * must outlive the registration. */
+ * nv's version, arch and options, PTX images, and nv->release_slot (when
+ * set) as its release_slot. It points into nv, which must outlive the
+ * registration. */
 void kiln_nvrtc_compiler_desc(const kiln_nvrtc *nv, kiln_kcompiler_desc *out_desc);
 
 /* kiln_nvrtc_init, then registers the compiler with kc through the host

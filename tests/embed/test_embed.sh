@@ -11,7 +11,7 @@ export PKG_CONFIG_PATH="$KILN_BUILDDIR/core"
 flags=$(${PKG_CONFIG:-pkg-config} --cflags --libs kiln) || { echo "FAIL: pkg-config kiln"; exit 1; }
 ${CC:-cc} -std=c11 -Wall -Werror "$KILN_SRCDIR/tests/embed/embed_example.c" $flags -o "$tmp/embed" \
   || { echo "FAIL: compiling against pkg-config kiln ($flags)"; exit 1; }
-LD_LIBRARY_PATH="$KILN_BUILDDIR/.libs" "$tmp/embed" "$models/stories260K.gguf" "Once upon a time" 16 \
+LD_LIBRARY_PATH="$KILN_BUILDDIR/.libs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" "$tmp/embed" "$models/stories260K.gguf" "Once upon a time" 16 \
   >"$tmp/out" 2>"$tmp/err" || { cat "$tmp/err"; echo "FAIL: embed_example exited $?"; exit 1; }
 head -c 60 "$tmp/out"; echo
 grep -q "^, there was a little girl named Lily. She loved to play" "$tmp/out" \

@@ -1,0 +1,188 @@
+/* The part of the CUDA backend plugins they share: everything behind the
+ * ops table (kiln/plugin.h). Each plugin (backends/cuda-serial,
+ * cuda-batched, cuda-cc120) is an entry table naming these functions, its
+ * config keys and a kiln_cuda_flavor saying how it differs:
+ *
+ *   cuda-serial   prefill runs the decode path one token at a time;
+ *                 RMSNorm is rmsnorm_row_vec (float4 rows).
+ *   cuda-batched  prefill runs each node once over all the step's tokens:
+ *                 rmsnorm_rows over every row, MUL_MAT as cuBLAS GEMMs on
+ *                 f32 tiles, batched RoPE and causal attention; decode
+ *                 (a step of one token) as cuda-serial.
+ *   cuda-cc120    for compute capability 12.x: rmsnorm_row_cc12 and the
+ *                 12.x launch shapes (fewer rows per matvec block, fewer
+ *                 attention warps), prefill as cuda-batched.
+ *
+ * Context: the device's primary context (cuDevicePrimaryCtxRetain), made
+ * current at every entry, and one stream per backend instance; cuBLAS runs
+ * in the same context and on the same stream. Kernels come only from the
+ * kernel-cache service: prepare(node) builds each descriptor from the
+ * node, kcache_get compiles (NVRTC, the device's exact sm_XY) or finds the
+ * PTX, the module is loaded once per kernel into the kernel's slot, and
+ * the node's state keeps the CUfunction, so run() only launches.
+ *
+ * Errors: every driver and cuBLAS call is checked; a failure becomes a
+ * status with the call, the CUDA (or cuBLAS) error name and text, and the
+ * node. Nothing aborts. */
+#ifndef KILN_CUDA_BACKEND_H
+#define KILN_CUDA_BACKEND_H
+
+#include <cublas_v2.h>
+
+#include "cuda_driver.h"
+#include "kiln/plugin.h"
+#include "nvrtc_compile.h"
+#include "rmsnorm_describe.h"
+
+typedef enum kiln_cuda_prefill {
+  KILN_CUDA_PREFILL_SERIAL = 0, /* a step of T tokens: T decode passes */
+  KILN_CUDA_PREFILL_BATCHED = 1 /* one pass over all T tokens (GEMMs) */
+} kiln_cuda_prefill;
+
+/* How one CUDA plugin differs from the others. */
+typedef struct kiln_cuda_flavor {
+  const char *name; /* "cuda-serial": the plugin, its config section */
+  kiln_cuda_prefill prefill;
+  kiln_cuda_rmsnorm_variant norm_decode;  /* steps of one token */
+  kiln_cuda_rmsnorm_variant norm_prefill; /* batched steps of several tokens */
+  uint32_t matvec_rows_per_block;         /* warps (weight rows) per matvec block */
+  uint32_t attention_warps;               /* warps per (head, token) block */
+  int cc_major; /* 0: any device; 12: compute capability 12.x only (cuda-cc120) */
+  /* Config keys the plugin declares beyond device and poison. */
+  bool has_gemm_keys;      /* gemm, gemm_scratch_mib */
+  bool has_allow_lower_cc; /* allow_lower_cc */
+} kiln_cuda_flavor;
+
+/* The plugin object (init .. fini): the host table and the driver. */
+typedef struct kiln_cuda_plugin {
+  const kiln_host_api *host;
+  const kiln_cuda_flavor *fl;
+  kiln_cu cu;
+  bool cu_ok;
+  char cu_why[256]; /* why the driver did not load */
+} kiln_cuda_plugin;
+
+/* A loaded kernel, kept in a kiln_kernel's slot. */
+typedef struct kiln_cuda_module {
+  CUmodule module;
+  CUfunction fn;
+} kiln_cuda_module;
+
+/* A kernel as a node uses it: the function and its launch shape. */
+typedef struct kiln_cuda_fn {
+  CUfunction fn;      /* NULL: not needed on this node */
+  uint32_t block;     /* threads per block */
+  uint32_t per_block; /* rows (or warps) per block where the kernel has them */
+} kiln_cuda_fn;
+
+/* What prepare() resolved for one node, found again by run(). */
+typedef struct kiln_cuda_node_state {
+  const kiln_node *node; /* NULL: empty slot */
+  kiln_node snap;        /* the node as prepared: run() refuses a changed one */
+  kiln_cuda_fn decode;   /* one-token path, or the op's only kernel */
+  kiln_cuda_fn prefill;  /* batched path of several tokens (RMSNorm) */
+  kiln_cuda_fn bias;     /* MUL_MAT bias */
+  kiln_cuda_fn dequant;  /* MUL_MAT weight -> f32 tile for the GEMM */
+  int64_t rows_per_token; /* RMS_NORM: rows of the weight's length per column */
+} kiln_cuda_node_state;
+
+/* A device buffer for one tensor. */
+typedef struct kiln_cuda_buffer {
+  CUdeviceptr ptr;
+  uint64_t nbytes; /* the tensor's */
+  uint64_t alloc;  /* allocated: nbytes rounded up to 256 */
+  kiln_tensor_role role;
+  int32_t *host_ids; /* INPUT I32 tensors: what was uploaded, to check ids on the host */
+} kiln_cuda_buffer;
+
+typedef enum kiln_cuda_gemm_mode {
+  KILN_CUDA_GEMM_F32 = 0,  /* CUBLAS_COMPUTE_32F: IEEE f32 (the default, and parity's) */
+  KILN_CUDA_GEMM_TF32 = 1, /* CUBLAS_COMPUTE_32F_FAST_TF32: faster, ~1e-3 relative */
+  KILN_CUDA_GEMM_BF16 = 2  /* CUBLAS_COMPUTE_32F_FAST_16BF: fastest, ~1e-2 relative */
+} kiln_cuda_gemm_mode;
+
+/* A backend instance (open .. close). */
+typedef struct kiln_cuda_backend {
+  const kiln_host_api *host;
+  const kiln_cuda_flavor *fl;
+  const kiln_cu *cu;
+  int device;
+  CUdevice dev;
+  CUcontext ctx; /* the primary context, retained */
+  CUstream stream;
+  int cc_major, cc_minor;
+  char arch[16];
+  kiln_nvrtc nv;
+  kiln_kcompiler *compiler;
+  int poison; /* -1, or the byte every new buffer and scratch is filled with */
+  /* cuBLAS (batched prefill), created in open() when the flavor has it. */
+  cublasHandle_t blas;
+  kiln_cuda_gemm_mode gemm;
+  uint64_t scratch_cap; /* most bytes the f32 weight tile may take */
+  CUdeviceptr scratch;  /* the tile, grown in prepare() */
+  uint64_t scratch_bytes;
+  kiln_cuda_node_state *states; /* by node id */
+  uint32_t n_states;
+} kiln_cuda_backend;
+
+/* ---- the ops table (cuda_plugin.c, cuda_buffers.c, cuda_prepare.c,
+ * cuda_run.c): the functions an entry table names ---- */
+
+/* init for a flavor: each plugin's init() calls it with its own. */
+kiln_status kiln_cuda_init(const kiln_cuda_flavor *fl, const kiln_host_api *host,
+                           void **out_plugin);
+void kiln_cuda_fini(void *plugin);
+kiln_status kiln_cuda_probe(void *plugin, kiln_probe_info *out_info);
+kiln_status kiln_cuda_open(void *plugin, const kiln_config_section *cfg, void **out_backend);
+void kiln_cuda_close(void *backend);
+kiln_status kiln_cuda_supports(void *backend, const kiln_node *node);
+kiln_status kiln_cuda_buffer_alloc(void *backend, const kiln_tensor *t, void **out_buf);
+void kiln_cuda_buffer_free(void *backend, void *buf);
+kiln_status kiln_cuda_buffer_upload(void *backend, void *buf, uint64_t offset, const void *src,
+                                    uint64_t nbytes);
+kiln_status kiln_cuda_buffer_download(void *backend, void *buf, uint64_t offset, void *dst,
+                                      uint64_t nbytes);
+kiln_status kiln_cuda_prepare(void *backend, const kiln_node *node);
+kiln_status kiln_cuda_run(void *backend, const kiln_step *step);
+kiln_status kiln_cuda_sync(void *backend);
+
+/* ---- internals ---- */
+
+/* Makes the backend's context current on the calling thread. */
+kiln_status kiln_cuda_enter(kiln_cuda_backend *be);
+
+/* The loaded function of kernel k (loading its PTX into a module kept in
+ * k->slot on first use). Errors name the node and the JIT log. */
+kiln_status kiln_cuda_kernel_fn(kiln_cuda_backend *be, kiln_kernel *k, const kiln_node *node,
+                                CUfunction *out_fn);
+
+/* The compiler's release_slot: unloads a kiln_cuda_module. */
+void kiln_cuda_release_slot(void *backend, void *slot);
+
+/* cuLaunchKernel on the backend's stream, checked. */
+kiln_status kiln_cuda_launch(kiln_cuda_backend *be, const kiln_node *node, const char *what,
+                             CUfunction fn, uint32_t gx, uint32_t gy, uint32_t block,
+                             void **args);
+
+/* Device memory: cuMemAlloc of `bytes`, filled with be->poison when set. */
+kiln_status kiln_cuda_mem_alloc(kiln_cuda_backend *be, uint64_t bytes, const kiln_node *node,
+                                CUdeviceptr *out_ptr);
+
+/* cuBLAS: handle (in open) and its teardown; the f32 GEMM of a MUL_MAT
+ * step of n_tokens > 1 (cuda_gemm.c). */
+kiln_status kiln_cuda_blas_open(kiln_cuda_backend *be);
+void kiln_cuda_blas_close(kiln_cuda_backend *be);
+kiln_status kiln_cuda_mul_mat_gemm(kiln_cuda_backend *be, const kiln_node *node,
+                                   const kiln_cuda_node_state *ns, CUdeviceptr w, CUdeviceptr x,
+                                   CUdeviceptr y, int32_t n_tokens);
+/* Makes the f32 tile hold at least `bytes` (at most be->scratch_cap). */
+kiln_status kiln_cuda_scratch_reserve(kiln_cuda_backend *be, uint64_t bytes,
+                                      const kiln_node *node);
+/* Rows of a K-wide weight one tile holds. */
+int64_t kiln_cuda_tile_rows(const kiln_cuda_backend *be, int64_t k, int64_t n);
+
+/* "cublasGemmEx: CUBLAS_STATUS_... (text) in node X". */
+kiln_status kiln_cuda_blas_error(const kiln_cuda_backend *be, cublasStatus_t s, const char *call,
+                                 const kiln_node *node);
+
+#endif

@@ -1,0 +1,110 @@
+/* Device memory of the CUDA backends: one cuMemAlloc per tensor (weights
+ * keep their GGUF bytes, quantized stays quantized), synchronous copies on
+ * the backend's stream, and the optional poison fill (a test's way to
+ * prove that no kernel reads memory it did not write). */
+#include "config.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "cuda_backend.h"
+
+kiln_status kiln_cuda_mem_alloc(kiln_cuda_backend *be, uint64_t bytes, const kiln_node *node,
+                                CUdeviceptr *out_ptr) {
+  const kiln_host_api *host = be->host;
+  *out_ptr = 0;
+  CUdeviceptr p = 0;
+  KILN_CU_CHECK(host, be->cu, node, MemAlloc(&p, (size_t)bytes));
+  if (be->poison >= 0) {
+    CUresult r = be->cu->MemsetD8Async(p, (unsigned char)be->poison, (size_t)bytes, be->stream);
+    if (r == CUDA_SUCCESS) r = be->cu->StreamSynchronize(be->stream);
+    if (r != CUDA_SUCCESS) {
+      be->cu->MemFree(p);
+      return kiln_cu_error(host, be->cu, r, "cuMemsetD8Async(poison)", node);
+    }
+  }
+  *out_ptr = p;
+  return NULL;
+}
+
+kiln_status kiln_cuda_buffer_alloc(void *backend, const kiln_tensor *t, void **out_buf) {
+  kiln_cuda_backend *be = backend;
+  const kiln_host_api *host = be->host;
+  *out_buf = NULL;
+  KILN_RETURN_IF_ERROR(kiln_cuda_enter(be));
+  kiln_cuda_buffer *b = calloc(1, sizeof *b);
+  if (!b) return host->status_new(KILN_STATUS_NO_MEMORY, "%s: buffer of '%.*s'", be->fl->name,
+                                  KILN_NAME_MAX, t->name);
+  b->nbytes = t->nbytes;
+  b->alloc = (t->nbytes + 255u) & ~(uint64_t)255u;
+  if (b->alloc == 0) b->alloc = 256;
+  b->role = t->role;
+  if (t->role == KILN_ROLE_INPUT && t->type == KILN_TYPE_I32) {
+    b->host_ids = calloc(1, (size_t)b->alloc);
+    if (!b->host_ids) {
+      free(b);
+      return host->status_new(KILN_STATUS_NO_MEMORY, "%s: id shadow of '%.*s'", be->fl->name,
+                              KILN_NAME_MAX, t->name);
+    }
+  }
+  kiln_status st = kiln_cuda_mem_alloc(be, b->alloc, NULL, &b->ptr);
+  if (st) {
+    free(b->host_ids);
+    free(b);
+    return host->status_annotate(st, "%s: %llu bytes for '%.*s'", be->fl->name,
+                                 (unsigned long long)t->nbytes, KILN_NAME_MAX, t->name);
+  }
+  *out_buf = b;
+  return NULL;
+}
+
+void kiln_cuda_buffer_free(void *backend, void *buf) {
+  kiln_cuda_backend *be = backend;
+  kiln_cuda_buffer *b = buf;
+  if (!b) return;
+  if (be->cu->CtxSetCurrent(be->ctx) == CUDA_SUCCESS && b->ptr) be->cu->MemFree(b->ptr);
+  free(b->host_ids);
+  free(b);
+}
+
+static kiln_status check_range(const kiln_cuda_backend *be, const char *what,
+                               const kiln_cuda_buffer *b, uint64_t offset, uint64_t nbytes) {
+  if (!b)
+    return be->host->status_new(KILN_STATUS_INVALID_ARGUMENT, "%s: %s with a NULL buffer",
+                                be->fl->name, what);
+  if (offset > b->nbytes || nbytes > b->nbytes - offset)
+    return be->host->status_new(KILN_STATUS_OUT_OF_RANGE,
+                                "%s: %s of %llu bytes at offset %llu leaves a buffer of %llu bytes",
+                                be->fl->name, what, (unsigned long long)nbytes,
+                                (unsigned long long)offset, (unsigned long long)b->nbytes);
+  return NULL;
+}
+
+kiln_status kiln_cuda_buffer_upload(void *backend, void *buf, uint64_t offset, const void *src,
+                                    uint64_t nbytes) {
+  kiln_cuda_backend *be = backend;
+  kiln_cuda_buffer *b = buf;
+  KILN_RETURN_IF_ERROR(check_range(be, "upload", b, offset, nbytes));
+  if (!nbytes) return NULL;
+  KILN_RETURN_IF_ERROR(kiln_cuda_enter(be));
+  /* The copy waits for work already queued on the stream (which may read
+   * the buffer) and is complete when this returns, as the ABI demands. */
+  KILN_CU_CHECK(be->host, be->cu, NULL,
+                MemcpyHtoDAsync(b->ptr + offset, src, (size_t)nbytes, be->stream));
+  KILN_CU_CHECK(be->host, be->cu, NULL, StreamSynchronize(be->stream));
+  if (b->host_ids) memcpy((char *)b->host_ids + offset, src, (size_t)nbytes);
+  return NULL;
+}
+
+kiln_status kiln_cuda_buffer_download(void *backend, void *buf, uint64_t offset, void *dst,
+                                      uint64_t nbytes) {
+  kiln_cuda_backend *be = backend;
+  kiln_cuda_buffer *b = buf;
+  KILN_RETURN_IF_ERROR(check_range(be, "download", b, offset, nbytes));
+  if (!nbytes) return NULL;
+  KILN_RETURN_IF_ERROR(kiln_cuda_enter(be));
+  KILN_CU_CHECK(be->host, be->cu, NULL,
+                MemcpyDtoHAsync(dst, b->ptr + offset, (size_t)nbytes, be->stream));
+  KILN_CU_CHECK(be->host, be->cu, NULL, StreamSynchronize(be->stream));
+  return NULL;
+}

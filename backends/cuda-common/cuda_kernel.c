@@ -1,0 +1,78 @@
+/* Kernels from the kernel-cache service to launches: the PTX of a
+ * kiln_kernel is loaded once into a module kept in the kernel's slot (so a
+ * launch never hashes or looks anything up), and unloaded by the
+ * compiler's release_slot when the backend closes. */
+#include "config.h"
+
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cuda_backend.h"
+
+/* Plugins cannot call libkiln's kiln_kimage_kind_name. */
+static const char *kiln_kimage_kind_name_of(kiln_kimage_kind k) {
+  return k == KILN_KIMAGE_PTX ? "ptx" : k == KILN_KIMAGE_CUBIN ? "cubin" : "unknown";
+}
+
+kiln_status kiln_cuda_kernel_fn(kiln_cuda_backend *be, kiln_kernel *k, const kiln_node *node,
+                                CUfunction *out_fn) {
+  const kiln_host_api *host = be->host;
+  const kiln_cu *cu = be->cu;
+  kiln_cuda_module *m = k->slot;
+  if (!m) {
+    if (k->image_kind != KILN_KIMAGE_PTX)
+      return host->status_new(KILN_STATUS_INTERNAL,
+                              "kernel %s for node %.*s is a %s image; the CUDA backends load PTX",
+                              k->template_name, KILN_NAME_MAX, node->name,
+                              kiln_kimage_kind_name_of(k->image_kind));
+    m = calloc(1, sizeof *m);
+    if (!m) return host->status_new(KILN_STATUS_NO_MEMORY, "kernel %s", k->template_name);
+    char log[4096] = "";
+    CUjit_option opts[2] = {CU_JIT_ERROR_LOG_BUFFER, CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES};
+    void *vals[2] = {log, (void *)(uintptr_t)sizeof log};
+    CUresult r = cu->ModuleLoadDataEx(&m->module, k->image, 2, opts, vals);
+    if (r != CUDA_SUCCESS) {
+      free(m);
+      kiln_status st = kiln_cu_error(host, cu, r, "cuModuleLoadDataEx", node);
+      return host->status_annotate(st, "loading kernel %s (%s)%s%s", k->template_name, be->arch,
+                                   log[0] ? ", JIT log: " : "", log);
+    }
+    r = cu->ModuleGetFunction(&m->fn, m->module, k->entry);
+    if (r != CUDA_SUCCESS) {
+      cu->ModuleUnload(m->module);
+      free(m);
+      return host->status_annotate(kiln_cu_error(host, cu, r, "cuModuleGetFunction", node),
+                                   "kernel %s, entry %s", k->template_name, k->entry);
+    }
+    k->slot = m;
+  }
+  *out_fn = m->fn;
+  return NULL;
+}
+
+void kiln_cuda_release_slot(void *backend, void *slot) {
+  kiln_cuda_backend *be = backend;
+  kiln_cuda_module *m = slot;
+  if (!m) return;
+  if (be->cu->CtxSetCurrent(be->ctx) == CUDA_SUCCESS) be->cu->ModuleUnload(m->module);
+  free(m);
+}
+
+kiln_status kiln_cuda_launch(kiln_cuda_backend *be, const kiln_node *node, const char *what,
+                             CUfunction fn, uint32_t gx, uint32_t gy, uint32_t block,
+                             void **args) {
+  if (!fn)
+    return be->host->status_new(KILN_STATUS_INTERNAL,
+                                "%s node '%.*s': the %s kernel was not prepared",
+                                kiln_op_name(node->op), KILN_NAME_MAX, node->name, what);
+  if (gx == 0 || gy == 0) return NULL;
+  CUresult r = be->cu->LaunchKernel(fn, gx, gy, 1, block, 1, 1, 0, be->stream, args, NULL);
+  if (r != CUDA_SUCCESS) {
+    char call[96];
+    snprintf(call, sizeof call, "cuLaunchKernel(%s, grid %ux%u, block %u)", what, gx, gy, block);
+    return kiln_cu_error(be->host, be->cu, r, call, node);
+  }
+  return NULL;
+}

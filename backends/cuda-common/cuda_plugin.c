@@ -1,0 +1,259 @@
+/* The CUDA plugins' life cycle: init (the driver library), probe (device,
+ * compute capability, memory, or why there is none), open (context,
+ * stream, compiler, cuBLAS) and close. */
+#include "config.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cuda_backend.h"
+#include "kernel_templates.h"
+
+kiln_status kiln_cuda_init(const kiln_cuda_flavor *fl, const kiln_host_api *host,
+                           void **out_plugin) {
+  *out_plugin = NULL;
+  if (host->abi_major != KILN_PLUGIN_ABI_MAJOR || host->struct_size < sizeof(kiln_host_api))
+    return host->status_new(KILN_STATUS_ABI,
+                            "%s: host table is ABI %u.%u with %u bytes; this plugin needs %d.x "
+                            "with at least %zu bytes",
+                            fl->name, host->abi_major, host->abi_minor, host->struct_size,
+                            KILN_PLUGIN_ABI_MAJOR, sizeof(kiln_host_api));
+  kiln_cuda_plugin *pl = calloc(1, sizeof *pl);
+  if (!pl) return host->status_new(KILN_STATUS_NO_MEMORY, "%s: no memory for the plugin", fl->name);
+  pl->host = host;
+  pl->fl = fl;
+  /* A missing driver is not an error here: probe() reports it. */
+  pl->cu_ok = kiln_cu_load(&pl->cu, pl->cu_why, sizeof pl->cu_why);
+  *out_plugin = pl;
+  return NULL;
+}
+
+void kiln_cuda_fini(void *plugin) {
+  kiln_cuda_plugin *pl = plugin;
+  if (!pl) return;
+  kiln_cu_unload(&pl->cu);
+  free(pl);
+}
+
+/* "13.0" from cuDriverGetVersion's 13000. */
+static void version_text(int v, char *buf, size_t n) {
+  snprintf(buf, n, "%d.%d", v / 1000, v % 1000 / 10);
+}
+
+kiln_status kiln_cuda_probe(void *plugin, kiln_probe_info *out_info) {
+  const kiln_cuda_plugin *pl = plugin;
+  const kiln_cu *cu = &pl->cu;
+  const kiln_cuda_flavor *fl = pl->fl;
+  memset(out_info, 0, sizeof *out_info);
+  snprintf(out_info->device, sizeof out_info->device, "NVIDIA GPU");
+  if (!pl->cu_ok) {
+    snprintf(out_info->reason, sizeof out_info->reason, "%s", pl->cu_why);
+    return NULL;
+  }
+  char err[256];
+  CUresult r = cu->Init(0);
+  if (r != CUDA_SUCCESS) {
+    snprintf(out_info->reason, sizeof out_info->reason, "cuInit: %s",
+             kiln_cu_error_text(cu, r, err, sizeof err));
+    return NULL;
+  }
+  int count = 0;
+  r = cu->DeviceGetCount(&count);
+  if (r != CUDA_SUCCESS || count < 1) {
+    snprintf(out_info->reason, sizeof out_info->reason, "no CUDA device%s%s",
+             r != CUDA_SUCCESS ? ": cuDeviceGetCount: " : "",
+             r != CUDA_SUCCESS ? kiln_cu_error_text(cu, r, err, sizeof err) : "");
+    return NULL;
+  }
+  CUdevice dev;
+  char name[128] = "";
+  int major = 0, minor = 0, drv = 0;
+  size_t mem = 0;
+  if ((r = cu->DeviceGet(&dev, 0)) != CUDA_SUCCESS ||
+      (r = cu->DeviceGetName(name, (int)sizeof name, dev)) != CUDA_SUCCESS ||
+      (r = cu->DeviceGetAttribute(&major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, dev)) !=
+          CUDA_SUCCESS ||
+      (r = cu->DeviceGetAttribute(&minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, dev)) !=
+          CUDA_SUCCESS ||
+      (r = cu->DeviceTotalMem(&mem, dev)) != CUDA_SUCCESS ||
+      (r = cu->DriverGetVersion(&drv)) != CUDA_SUCCESS) {
+    snprintf(out_info->reason, sizeof out_info->reason, "querying device 0: %s",
+             kiln_cu_error_text(cu, r, err, sizeof err));
+    return NULL;
+  }
+  char dv[16];
+  version_text(drv, dv, sizeof dv);
+  snprintf(out_info->device, sizeof out_info->device, "%s", name);
+  int len = snprintf(out_info->detail, sizeof out_info->detail,
+                     "compute capability %d.%d, %.1f GiB, driver API %s, %d device%s (device 0 "
+                     "shown)",
+                     major, minor, (double)mem / (1024.0 * 1024.0 * 1024.0), dv, count,
+                     count == 1 ? "" : "s");
+  out_info->available = true;
+  if (fl->cc_major && major != fl->cc_major) {
+    if (major < fl->cc_major && fl->has_allow_lower_cc) {
+      /* probe() cannot see the config: report the device as usable and
+       * let open() refuse unless allow_lower_cc is set, so a test can
+       * still plan on it. */
+      if (len > 0 && (size_t)len < sizeof out_info->detail)
+        snprintf(out_info->detail + len, sizeof out_info->detail - (size_t)len,
+                 "; compute capability %d.%d is below %d.0: open() refuses unless [%s] "
+                 "allow_lower_cc = true",
+                 major, minor, fl->cc_major, fl->name);
+    } else {
+      out_info->available = false;
+      snprintf(out_info->reason, sizeof out_info->reason,
+               "compute capability %d.%d of %s is not %d.x (this plugin is for %d.x devices; "
+               "use cuda-batched)",
+               major, minor, name, fl->cc_major, fl->cc_major);
+    }
+  }
+  return NULL;
+}
+
+static void backend_free(kiln_cuda_backend *be) {
+  const kiln_cu *cu = be->cu;
+  if (be->ctx) cu->CtxSetCurrent(be->ctx);
+  if (be->stream) cu->StreamSynchronize(be->stream);
+  /* Unloads every module kept in a slot (kiln_cuda_release_slot). */
+  if (be->compiler) be->host->kcache_unregister_compiler(be->compiler);
+  kiln_cuda_blas_close(be);
+  if (be->scratch) cu->MemFree(be->scratch);
+  if (be->stream) cu->StreamDestroy(be->stream);
+  if (be->ctx) cu->DevicePrimaryCtxRelease(be->dev);
+  free(be->states);
+  free(be);
+}
+
+/* Reads the plugin's section (NULL: every key at its default). */
+static kiln_status read_config(kiln_cuda_backend *be, const kiln_config_section *cfg,
+                               bool *out_allow_lower) {
+  const kiln_host_api *host = be->host;
+  const kiln_cuda_flavor *fl = be->fl;
+  be->device = cfg ? (int)host->cfg_int(cfg, "device") : 0;
+  be->poison = cfg ? (int)host->cfg_int(cfg, "poison") : -1;
+  *out_allow_lower = cfg && fl->has_allow_lower_cc ? host->cfg_bool(cfg, "allow_lower_cc") : false;
+  be->gemm = KILN_CUDA_GEMM_F32;
+  be->scratch_cap = (uint64_t)256 << 20;
+  if (fl->has_gemm_keys && cfg) {
+    const char *g = host->cfg_str(cfg, "gemm");
+    if (!g || strcmp(g, "f32") == 0) be->gemm = KILN_CUDA_GEMM_F32;
+    else if (strcmp(g, "tf32") == 0) be->gemm = KILN_CUDA_GEMM_TF32;
+    else if (strcmp(g, "bf16") == 0) be->gemm = KILN_CUDA_GEMM_BF16;
+    else
+      return host->status_new(KILN_STATUS_INVALID_ARGUMENT, "[%s] gemm = %s is not f32|tf32|bf16",
+                              fl->name, g);
+    be->scratch_cap = (uint64_t)host->cfg_int(cfg, "gemm_scratch_mib") << 20;
+  }
+  if (be->device < 0 || be->poison < -1 || be->poison > 255 || be->scratch_cap < (1u << 20))
+    return host->status_new(KILN_STATUS_OUT_OF_RANGE,
+                            "[%s] device = %d, poison = %d, gemm_scratch_mib = %llu: out of range",
+                            fl->name, be->device, be->poison,
+                            (unsigned long long)(be->scratch_cap >> 20));
+  return NULL;
+}
+
+static kiln_status open_device(kiln_cuda_backend *be, bool allow_lower) {
+  const kiln_host_api *host = be->host;
+  const kiln_cu *cu = be->cu;
+  const kiln_cuda_flavor *fl = be->fl;
+  KILN_CU_CHECK(host, cu, NULL, Init(0));
+  int count = 0;
+  KILN_CU_CHECK(host, cu, NULL, DeviceGetCount(&count));
+  if (be->device >= count)
+    return host->status_new(KILN_STATUS_UNAVAILABLE,
+                            "[%s] device = %d, but the driver sees %d CUDA device%s", fl->name,
+                            be->device, count, count == 1 ? "" : "s");
+  KILN_CU_CHECK(host, cu, NULL, DeviceGet(&be->dev, be->device));
+  KILN_CU_CHECK(host, cu, NULL,
+                DeviceGetAttribute(&be->cc_major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR,
+                                   be->dev));
+  KILN_CU_CHECK(host, cu, NULL,
+                DeviceGetAttribute(&be->cc_minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR,
+                                   be->dev));
+  if (fl->cc_major && be->cc_major != fl->cc_major) {
+    if (be->cc_major > fl->cc_major || !allow_lower)
+      return host->status_new(KILN_STATUS_UNAVAILABLE,
+                              "compute capability %d.%d is %s %d.0%s", be->cc_major,
+                              be->cc_minor, be->cc_major > fl->cc_major ? "above" : "below",
+                              fl->cc_major,
+                              be->cc_major > fl->cc_major
+                                  ? " (this plugin is for 12.x devices; use cuda-batched)"
+                                  : " (set [cuda-cc120] allow_lower_cc = true to test it anyway)");
+    host->log(KILN_LOG_WARN, fl->name,
+              "compute capability %d.%d is below %d.0; running the %d.x kernel variants "
+              "compiled for sm_%d%d because allow_lower_cc = true",
+              be->cc_major, be->cc_minor, fl->cc_major, fl->cc_major, be->cc_major, be->cc_minor);
+  }
+  /* The descriptor's arch is always the device's exact sm_XY. */
+  if (be->cc_major < 1 || be->cc_minor < 0 || be->cc_minor > 9)
+    return host->status_new(KILN_STATUS_UNSUPPORTED, "compute capability %d.%d has no sm_XY",
+                            be->cc_major, be->cc_minor);
+  snprintf(be->arch, sizeof be->arch, "sm_%d%d", be->cc_major, be->cc_minor);
+  KILN_CU_CHECK(host, cu, NULL, DevicePrimaryCtxRetain(&be->ctx, be->dev));
+  KILN_CU_CHECK(host, cu, NULL, CtxSetCurrent(be->ctx));
+  KILN_CU_CHECK(host, cu, NULL, StreamCreate(&be->stream, CU_STREAM_NON_BLOCKING));
+  return NULL;
+}
+
+kiln_status kiln_cuda_open(void *plugin, const kiln_config_section *cfg, void **out_backend) {
+  const kiln_cuda_plugin *pl = plugin;
+  const kiln_host_api *host = pl->host;
+  const kiln_cuda_flavor *fl = pl->fl;
+  *out_backend = NULL;
+  if (!pl->cu_ok) return host->status_new(KILN_STATUS_UNAVAILABLE, "%s", pl->cu_why);
+  kiln_kcache *kc = host->kcache();
+  if (!kc)
+    return host->status_new(KILN_STATUS_UNAVAILABLE,
+                            "the host runs without a kernel-cache service, through which every "
+                            "CUDA kernel is compiled");
+  kiln_cuda_backend *be = calloc(1, sizeof *be);
+  if (!be) return host->status_new(KILN_STATUS_NO_MEMORY, "%s: no memory for a backend", fl->name);
+  be->host = host;
+  be->fl = fl;
+  be->cu = &pl->cu;
+  bool allow_lower = false;
+  kiln_status st = read_config(be, cfg, &allow_lower);
+  if (!st) st = open_device(be, allow_lower);
+  if (!st) st = kiln_nvrtc_init(&be->nv, host, be->arch);
+  if (!st) {
+    be->nv.release_slot = kiln_cuda_release_slot;
+    be->nv.release_ctx = be;
+    st = kiln_cuda_templates_register(host, kc);
+  }
+  if (!st) {
+    kiln_kcompiler_desc d;
+    kiln_nvrtc_compiler_desc(&be->nv, &d);
+    st = host->kcache_register_compiler(kc, &d, &be->compiler);
+  }
+  if (!st && fl->prefill == KILN_CUDA_PREFILL_BATCHED) st = kiln_cuda_blas_open(be);
+  if (st) {
+    backend_free(be);
+    return st; /* the loader names the backend */
+  }
+  host->log(KILN_LOG_INFO, fl->name, "device %d (%s), NVRTC %s%s%s", be->device, be->arch,
+            be->nv.version, fl->prefill == KILN_CUDA_PREFILL_BATCHED ? ", gemm " : "",
+            fl->prefill != KILN_CUDA_PREFILL_BATCHED   ? ""
+            : be->gemm == KILN_CUDA_GEMM_F32           ? "f32"
+            : be->gemm == KILN_CUDA_GEMM_TF32          ? "tf32"
+                                                       : "bf16");
+  *out_backend = be;
+  return NULL;
+}
+
+void kiln_cuda_close(void *backend) {
+  if (backend) backend_free(backend);
+}
+
+kiln_status kiln_cuda_enter(kiln_cuda_backend *be) {
+  KILN_CU_CHECK(be->host, be->cu, NULL, CtxSetCurrent(be->ctx));
+  return NULL;
+}
+
+kiln_status kiln_cuda_sync(void *backend) {
+  kiln_cuda_backend *be = backend;
+  KILN_RETURN_IF_ERROR(kiln_cuda_enter(be));
+  KILN_CU_CHECK(be->host, be->cu, NULL, StreamSynchronize(be->stream));
+  return NULL;
+}

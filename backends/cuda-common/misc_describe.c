@@ -1,0 +1,97 @@
+/* GET_ROWS, ROPE, ATTENTION, SWIGLU and ADD nodes -> descriptors. RoPE's
+ * mode, n_rot, head_dim, n_head and θ and attention's head_dim, head
+ * counts and scale are the node's own params, bit-exact. */
+#include "config.h"
+
+#include "kernel_templates.h"
+#include "op_describe.h"
+
+static kiln_status finish(const kiln_host_api *host, kiln_status st, kiln_kdesc *d,
+                          const kiln_node *node, kiln_kdesc **out_desc) {
+  if (st) {
+    host->kdesc_free(d);
+    return host->status_annotate(st, "node %s", node->name);
+  }
+  *out_desc = d;
+  return NULL;
+}
+
+static kiln_status check_block(const kiln_host_api *host, const kiln_node *node, uint32_t v) {
+  if (v < 32 || v > 1024 || v % 32 != 0)
+    return kiln_cuda_node_error(host, KILN_STATUS_INVALID_ARGUMENT, node,
+                                "block_size %u is not a multiple of 32 in 32..1024", v);
+  return NULL;
+}
+
+static kiln_status want_op(const kiln_host_api *host, const kiln_node *node, kiln_op a,
+                           kiln_op b) {
+  if (node->op != a && node->op != b)
+    return kiln_cuda_node_error(host, KILN_STATUS_INVALID_ARGUMENT, node,
+                                "op %s is not %s%s%s", kiln_op_name(node->op), kiln_op_name(a),
+                                a != b ? " or " : "", a != b ? kiln_op_name(b) : "");
+  return NULL;
+}
+
+kiln_status kiln_cuda_get_rows_describe(const kiln_host_api *host, kiln_kcompiler *compiler,
+                                        const kiln_node *node, uint32_t block_size,
+                                        kiln_kdesc **out_desc) {
+  KILN_RETURN_IF_ERROR(kiln_cuda_node_check(host, node));
+  KILN_RETURN_IF_ERROR(want_op(host, node, KILN_OP_GET_ROWS, KILN_OP_GET_ROWS));
+  KILN_RETURN_IF_ERROR(check_block(host, node, block_size));
+  kiln_kdesc *d = NULL;
+  KILN_RETURN_IF_ERROR(host->kdesc_new(compiler, KILN_CUDA_T_GET_ROWS, &d));
+  kiln_status st = host->kdesc_set_dtype(d, "w_type", node->src[0]->type);
+  if (!st) st = host->kdesc_set_i64(d, "hidden", node->src[0]->ne[0]);
+  if (!st) st = host->kdesc_set_i64(d, "block_size", block_size);
+  return finish(host, st, d, node, out_desc);
+}
+
+kiln_status kiln_cuda_rope_describe(const kiln_host_api *host, kiln_kcompiler *compiler,
+                                    const kiln_node *node, uint32_t block_size,
+                                    kiln_kdesc **out_desc) {
+  KILN_RETURN_IF_ERROR(kiln_cuda_node_check(host, node));
+  KILN_RETURN_IF_ERROR(want_op(host, node, KILN_OP_ROPE, KILN_OP_ROPE));
+  KILN_RETURN_IF_ERROR(check_block(host, node, block_size));
+  const kiln_rope_params *p = &node->p.rope;
+  kiln_kdesc *d = NULL;
+  KILN_RETURN_IF_ERROR(host->kdesc_new(compiler, KILN_CUDA_T_ROPE, &d));
+  kiln_status st = host->kdesc_set_str(d, "mode", p->mode == KILN_ROPE_NEOX ? "NEOX" : "NORM");
+  if (!st) st = host->kdesc_set_i64(d, "n_rot", p->n_rot);
+  if (!st) st = host->kdesc_set_i64(d, "head_dim", p->head_dim);
+  if (!st) st = host->kdesc_set_i64(d, "n_head", p->n_head);
+  if (!st) st = host->kdesc_set_f32(d, "theta", p->theta);
+  if (!st) st = host->kdesc_set_i64(d, "block_size", block_size);
+  return finish(host, st, d, node, out_desc);
+}
+
+kiln_status kiln_cuda_attention_describe(const kiln_host_api *host, kiln_kcompiler *compiler,
+                                         const kiln_node *node, uint32_t warps,
+                                         kiln_kdesc **out_desc) {
+  KILN_RETURN_IF_ERROR(kiln_cuda_node_check(host, node));
+  KILN_RETURN_IF_ERROR(want_op(host, node, KILN_OP_ATTENTION, KILN_OP_ATTENTION));
+  if (warps < 1 || warps > 32)
+    return kiln_cuda_node_error(host, KILN_STATUS_INVALID_ARGUMENT, node,
+                                "warps %u is outside 1..32", warps);
+  const kiln_attention_params *p = &node->p.attention;
+  kiln_kdesc *d = NULL;
+  KILN_RETURN_IF_ERROR(host->kdesc_new(compiler, KILN_CUDA_T_ATTENTION, &d));
+  kiln_status st = host->kdesc_set_i64(d, "head_dim", p->head_dim);
+  if (!st) st = host->kdesc_set_i64(d, "n_head", p->n_head);
+  if (!st) st = host->kdesc_set_i64(d, "n_head_kv", p->n_head_kv);
+  if (!st) st = host->kdesc_set_f32(d, "scale", p->scale);
+  if (!st) st = host->kdesc_set_i64(d, "warps", warps);
+  return finish(host, st, d, node, out_desc);
+}
+
+kiln_status kiln_cuda_eltwise_describe(const kiln_host_api *host, kiln_kcompiler *compiler,
+                                       const kiln_node *node, uint32_t block_size,
+                                       kiln_kdesc **out_desc) {
+  KILN_RETURN_IF_ERROR(kiln_cuda_node_check(host, node));
+  KILN_RETURN_IF_ERROR(want_op(host, node, KILN_OP_SWIGLU, KILN_OP_ADD));
+  KILN_RETURN_IF_ERROR(check_block(host, node, block_size));
+  kiln_kdesc *d = NULL;
+  KILN_RETURN_IF_ERROR(host->kdesc_new(
+      compiler, node->op == KILN_OP_SWIGLU ? KILN_CUDA_T_SWIGLU : KILN_CUDA_T_ADD, &d));
+  kiln_status st = host->kdesc_set_i64(d, "block_size", block_size);
+  return finish(host, st, d, node, out_desc);
+}

@@ -1,0 +1,227 @@
+/* Shared pieces of the GPU suites (gpu_common.h). */
+#include "config.h"
+
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "gpu_common.h"
+#include "testutil.h"
+
+const char *const kg_backends[KG_N_BACKENDS] = {"cuda-serial", "cuda-batched", "cuda-cc120"};
+
+int kg_gate(const char *test) {
+  /* Line-buffered, so the report interleaves sensibly with the plugins'
+   * log lines on stderr in the test's .log file. */
+  setvbuf(stdout, NULL, _IOLBF, 0);
+  const char *path = getenv("KILN_PLUGIN_PATH");
+  kiln_plugin_registry *r = NULL;
+  kiln_status st = kiln_plugin_registry_new(path, &r);
+  const char *bad = NULL;
+  char why[512] = "";
+  for (int i = 0; !st && i < KG_N_BACKENDS && !bad; i++) {
+    if (!kiln_plugin_registry_has(r, kg_backends[i])) {
+      bad = kg_backends[i];
+      snprintf(why, sizeof why, "kiln-%s.so is not on the plugin path %s (built without CUDA?)",
+               kg_backends[i], path ? path : "(unset)");
+      break;
+    }
+    kiln_plugin *p;
+    kiln_status e = kiln_plugin_registry_get(r, kg_backends[i], &p);
+    kiln_probe_info info;
+    if (!e) e = kiln_plugin_probe(p, &info);
+    if (e) {
+      bad = kg_backends[i];
+      snprintf(why, sizeof why, "%s", kiln_status_message(e));
+      kiln_status_free(e);
+    } else if (!info.available) {
+      bad = kg_backends[i];
+      snprintf(why, sizeof why, "unavailable: %s", info.reason);
+    } else {
+      printf("%s: %s, %s\n", kg_backends[i], info.device, info.detail);
+    }
+  }
+  if (st) {
+    snprintf(why, sizeof why, "%s", kiln_status_message(st));
+    bad = "registry";
+    kiln_status_free(st);
+  }
+  kiln_plugin_registry_free(r);
+  if (!bad) return 0;
+  bool require = kt_require_gpu();
+  fprintf(stdout, "%s %s: %s: %s\n", require ? "FAIL (KILN_REQUIRE_GPU=1)" : "SKIP", test, bad,
+          why);
+  return require ? 1 : 77;
+}
+
+kiln_runtime *kg_runtime(const kiln_config_override *extra, size_t n_extra) {
+  kiln_config_override ov[16] = {
+      {"cpu", "precision", "f64", "test"},
+      {"cuda-cc120", "allow_lower_cc", "true", "test"},
+      {"cuda-serial", "device", "0", "test"},
+      {"cuda-batched", "device", "0", "test"},
+  };
+  size_t n = 4;
+  for (size_t i = 0; i < n_extra && n < 16; i++) ov[n++] = extra[i];
+  kiln_runtime *rt = NULL;
+  KT_ASSERT_OK(kiln_runtime_open(&(kiln_runtime_options){NULL, true, ov, n}, &rt));
+  return rt;
+}
+
+static kg_metrics finish(double ss_t, double ss_r, double ss_d, double dot, double max_abs,
+                         bool finite) {
+  kg_metrics m;
+  double nr = sqrt(ss_r), nt = sqrt(ss_t);
+  m.rel_l2 = nr > 0 ? sqrt(ss_d) / nr : sqrt(ss_d);
+  m.norm_ratio = nr > 0 ? nt / nr : (nt == 0 ? 1.0 : INFINITY);
+  m.cosine = nr > 0 && nt > 0 ? dot / (nr * nt) : (nr == nt ? 1.0 : 0.0);
+  m.max_abs = max_abs;
+  m.finite = finite;
+  return m;
+}
+
+kg_metrics kg_compare(const float *test, const float *ref, int64_t n) {
+  double ss_t = 0, ss_r = 0, ss_d = 0, dot = 0, mx = 0;
+  bool finite = true;
+  for (int64_t i = 0; i < n; i++) {
+    double t = test[i], r = ref[i], d = t - r;
+    if (!isfinite(t)) finite = false;
+    ss_t += t * t;
+    ss_r += r * r;
+    ss_d += d * d;
+    dot += t * r;
+    if (fabs(d) > mx) mx = fabs(d);
+  }
+  return finish(ss_t, ss_r, ss_d, dot, mx, finite);
+}
+
+kg_metrics kg_compare_f64(const float *test, const double *ref, int64_t n) {
+  double ss_t = 0, ss_r = 0, ss_d = 0, dot = 0, mx = 0;
+  bool finite = true;
+  for (int64_t i = 0; i < n; i++) {
+    double t = test[i], r = ref[i], d = t - r;
+    if (!isfinite(t)) finite = false;
+    ss_t += t * t;
+    ss_r += r * r;
+    ss_d += d * d;
+    dot += t * r;
+    if (fabs(d) > mx) mx = fabs(d);
+  }
+  return finish(ss_t, ss_r, ss_d, dot, mx, finite);
+}
+
+bool kg_close(const kg_metrics *m, double tol) {
+  return m->finite && m->rel_l2 <= tol && fabs(m->norm_ratio - 1.0) <= tol;
+}
+
+kg_worst kg_compare_cols(const float *test, const float *ref, int64_t w, int64_t n_cols,
+                         double tol) {
+  kg_worst k = {0, 0, 1.0, -1, -1, 0, true};
+  for (int64_t c = 0; c < n_cols; c++) {
+    kg_metrics m = kg_compare(test + c * w, ref + c * w, w);
+    if (!m.finite) k.all_finite = false;
+    if (!kg_close(&m, tol)) k.n_bad++;
+    if (!(m.rel_l2 <= k.rel_l2)) {
+      k.rel_l2 = m.rel_l2;
+      k.at_rel = c;
+    }
+    double dev = fabs(m.norm_ratio - 1.0);
+    if (!(dev <= k.ratio_dev)) {
+      k.ratio_dev = dev;
+      k.at_ratio = c;
+    }
+    if (m.cosine < k.min_cosine) k.min_cosine = m.cosine;
+  }
+  return k;
+}
+
+kiln_tensor kg_tensor(int32_t id, kiln_type type, kiln_tensor_role role, int64_t ne0, int64_t ne1,
+                      uint64_t pad, const char *name) {
+  kiln_tensor t;
+  memset(&t, 0, sizeof t);
+  t.id = id;
+  t.type = type;
+  t.role = role;
+  t.n_dims = ne1 > 1 ? 2 : 1;
+  t.ne[0] = ne0;
+  t.ne[1] = ne1;
+  t.ne[2] = t.ne[3] = 1;
+  int64_t rb = kiln_type_row_bytes(type, ne0);
+  t.nbytes = (uint64_t)(rb > 0 ? rb : 0) * (uint64_t)ne1 + pad;
+  snprintf(t.name, sizeof t.name, "%s", name);
+  return t;
+}
+
+kiln_backend *kg_backend_open(kiln_runtime *rt, const char *name) {
+  kiln_plugin *p;
+  KT_ASSERT_OK(kiln_plugin_registry_get(kiln_runtime_plugins(rt), name, &p));
+  kiln_backend *b = NULL;
+  KT_ASSERT_OK(kiln_backend_open(p, kiln_runtime_config(rt), &b));
+  return b;
+}
+
+kiln_status kg_run_op(kiln_backend *b, kg_op *op, int32_t n_tokens, int32_t pos0, void *out_dst) {
+  const kiln_backend_ops *o = b->ops;
+  void *bufs[KG_MAX_TENSORS] = {NULL};
+  kiln_status st = o->supports(b->ctx, &op->node);
+  for (int i = 0; !st && i < op->n_tensors; i++) {
+    st = o->buffer_alloc(b->ctx, &op->t[i], &bufs[i]);
+    if (!st && op->data[i]) st = o->buffer_upload(b->ctx, bufs[i], 0, op->data[i], op->t[i].nbytes);
+  }
+  if (!st) st = o->prepare(b->ctx, &op->node);
+  if (!st) {
+    const kiln_node *nodes[1] = {&op->node};
+    kiln_step step = {nodes, 1, n_tokens, pos0, bufs};
+    st = o->run(b->ctx, &step);
+  }
+  if (!st) st = o->sync(b->ctx);
+  if (!st) {
+    int d = op->node.dst->id;
+    st = o->buffer_download(b->ctx, bufs[d], 0, out_dst, op->t[d].nbytes);
+  }
+  for (int i = 0; i < op->n_tensors; i++)
+    if (bufs[i]) o->buffer_free(b->ctx, bufs[i]);
+  return st ? kiln_status_annotate(st, "backend %s", b->name) : NULL;
+}
+
+kg_rng kg_rng_new(uint64_t seed) {
+  kg_rng r = {seed * 0x9E3779B97F4A7C15ull + 0x632BE59BD9B4E019ull};
+  return r;
+}
+
+uint32_t kg_u32(kg_rng *r) {
+  /* SplitMix64 */
+  uint64_t z = (r->s += 0x9E3779B97F4A7C15ull);
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  return (uint32_t)((z ^ (z >> 31)) >> 32);
+}
+
+double kg_uniform(kg_rng *r, double lo, double hi) {
+  return lo + (hi - lo) * ((double)kg_u32(r) / 4294967296.0);
+}
+
+void kg_fill(kg_rng *r, float *x, int64_t n, double lo, double hi) {
+  for (int64_t i = 0; i < n; i++) x[i] = (float)kg_uniform(r, lo, hi);
+}
+
+void *kg_alloc(size_t n) {
+  void *p = calloc(1, n ? n : 1);
+  if (!p) fail_msg("out of memory (%zu bytes)", n);
+  return p;
+}
+
+const kiln_tensor *kg_graph_tensor(kiln_session *s, const char *name) {
+  const kiln_graph *g = kiln_plan_graph(kiln_session_plan(s));
+  for (uint32_t i = 0; i < kiln_graph_n_tensors(g); i++)
+    if (strcmp(kiln_graph_tensor(g, i)->name, name) == 0) return kiln_graph_tensor(g, i);
+  fail_msg("no tensor %s in the graph", name);
+  return NULL;
+}

@@ -1,0 +1,103 @@
+/* Shared pieces of the GPU suites (tests/gpu/): the skip rule, a runtime
+ * with every CUDA plugin's section declared, per-position comparisons, and
+ * a harness that runs one hand-built node on any backend through its ops
+ * table (kiln/plugin.h), as the executor would.
+ *
+ * The suites link libkiln only: they reach the GPU through the plugin
+ * loader. Without a usable device (a plugin missing, or its probe says
+ * unavailable) each program prints why and exits 77 (SKIP), or fails with
+ * KILN_REQUIRE_GPU=1. Include after <cmocka.h> and its prerequisites. */
+#ifndef KILN_TEST_GPU_COMMON_H
+#define KILN_TEST_GPU_COMMON_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "kiln/kiln.h"
+
+/* The CUDA backends every GPU test covers, in this order. */
+#define KG_N_BACKENDS 3
+extern const char *const kg_backends[KG_N_BACKENDS];
+
+/* 0 when every CUDA plugin loads and its probe says available (each
+ * device line printed); otherwise prints "SKIP <test>: <plugin>: <why>"
+ * and returns 77, or 1 when KILN_REQUIRE_GPU=1. For main(). */
+int kg_gate(const char *test);
+
+/* A runtime with [cpu] precision = f64, [cuda-cc120] allow_lower_cc = true
+ * (an H200 runs the 12.x variants for its own sm_90), every CUDA section
+ * declared, and `extra` overrides after those. Fails the test on error. */
+kiln_runtime *kg_runtime(const kiln_config_override *extra, size_t n_extra);
+
+/* Per-position metrics of test against ref (n values). */
+typedef struct kg_metrics {
+  double rel_l2;     /* ||test - ref|| / ||ref|| */
+  double norm_ratio; /* ||test|| / ||ref|| */
+  double cosine;
+  double max_abs;
+  bool finite;       /* every test value finite */
+} kg_metrics;
+
+kg_metrics kg_compare(const float *test, const float *ref, int64_t n);
+kg_metrics kg_compare_f64(const float *test, const double *ref, int64_t n);
+
+/* Passes when finite, rel_l2 <= tol and |norm_ratio - 1| <= tol. */
+bool kg_close(const kg_metrics *m, double tol);
+
+/* Worst metrics over columns, for reports. */
+typedef struct kg_worst {
+  double rel_l2, ratio_dev, min_cosine;
+  int64_t at_rel, at_ratio; /* column of the worst rel_l2 / ratio deviation */
+  int64_t n_bad;            /* columns failing kg_close */
+  bool all_finite;
+} kg_worst;
+
+/* Compares n_cols columns of width w; tol for kg_close. */
+kg_worst kg_compare_cols(const float *test, const float *ref, int64_t w, int64_t n_cols,
+                         double tol);
+
+/* ---- one node on a backend ---- */
+
+#define KG_MAX_TENSORS 6
+
+/* A node with its tensors (ids 0 .. n_tensors-1) and their host data: data
+ * of nbytes bytes for every tensor (weights, inputs, initial activations
+ * and caches; dst too, so its prior contents are the caller's choice). */
+typedef struct kg_op {
+  kiln_tensor t[KG_MAX_TENSORS];
+  const void *data[KG_MAX_TENSORS];
+  int n_tensors;
+  kiln_node node;
+} kg_op;
+
+/* A tensor [ne0, ne1] of type/role with nbytes from the type's row size
+ * plus pad bytes. */
+kiln_tensor kg_tensor(int32_t id, kiln_type type, kiln_tensor_role role, int64_t ne0, int64_t ne1,
+                      uint64_t pad, const char *name);
+
+/* Opens backend `name` from rt (its section must be declared). */
+kiln_backend *kg_backend_open(kiln_runtime *rt, const char *name);
+
+/* Allocates buffers for every tensor, uploads every data[], prepares the
+ * node, runs one step of n_tokens at pos0, syncs, downloads the whole dst
+ * (its nbytes) into out_dst, frees the buffers. Returns the first error
+ * (prepare's or run's), annotated with the backend. */
+kiln_status kg_run_op(kiln_backend *b, kg_op *op, int32_t n_tokens, int32_t pos0, void *out_dst);
+
+/* ---- data ---- */
+
+typedef struct kg_rng {
+  uint64_t s;
+} kg_rng;
+kg_rng kg_rng_new(uint64_t seed);
+uint32_t kg_u32(kg_rng *r);
+double kg_uniform(kg_rng *r, double lo, double hi);
+void kg_fill(kg_rng *r, float *x, int64_t n, double lo, double hi);
+
+/* malloc or fail the test. */
+void *kg_alloc(size_t n);
+
+/* Finds tensor `name` in a session's graph, or fails the test. */
+const kiln_tensor *kg_graph_tensor(kiln_session *s, const char *name);
+
+#endif

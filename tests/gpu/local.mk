@@ -1,0 +1,49 @@
+# GPU tests (tests/gpu/): the CUDA plugins on a device, reached only
+# through the plugin loader (they link libkiln, never CUDA). Without a
+# usable device each program prints why and exits 77 (SKIP); with
+# KILN_REQUIRE_GPU=1 it fails instead. Built on every configuration, so
+# `make check` on a machine without CUDA lists them as skipped.
+check_LTLIBRARIES += tests/gpu/libkilngputest.la
+tests_gpu_libkilngputest_la_SOURCES = tests/gpu/gpu_common.c tests/gpu/gpu_common.h
+tests_gpu_libkilngputest_la_CFLAGS = $(TEST_CFLAGS)
+
+kiln_gpu_tests = tests/gpu/test_gpu_ops tests/gpu/test_gpu_rmsnorm tests/gpu/test_gpu_golden
+check_PROGRAMS += $(kiln_gpu_tests)
+TESTS += $(kiln_gpu_tests)
+kiln_gpu_test_libs = tests/gpu/libkilngputest.la $(TEST_LIBS)
+
+tests_gpu_test_gpu_ops_SOURCES = tests/gpu/test_gpu_ops.c
+tests_gpu_test_gpu_ops_CFLAGS = $(TEST_CFLAGS)
+tests_gpu_test_gpu_ops_LDADD = $(kiln_gpu_test_libs)
+
+tests_gpu_test_gpu_rmsnorm_SOURCES = tests/gpu/test_gpu_rmsnorm.c
+tests_gpu_test_gpu_rmsnorm_CFLAGS = $(TEST_CFLAGS)
+tests_gpu_test_gpu_rmsnorm_LDADD = $(kiln_gpu_test_libs)
+
+tests_gpu_test_gpu_golden_SOURCES = tests/gpu/test_gpu_golden.c
+tests_gpu_test_gpu_golden_CFLAGS = $(TEST_CFLAGS)
+tests_gpu_test_gpu_golden_LDADD = $(kiln_gpu_test_libs)
+
+# CI-side checks of the CUDA code that need no device: the plugins load
+# and report themselves (libkiln only, through the loader), and every
+# template compiles with NVRTC for sm_90 / sm_120 / sm_121.
+check_PROGRAMS += tests/unit/test_cuda_plugins
+TESTS += tests/unit/test_cuda_plugins
+tests_unit_test_cuda_plugins_SOURCES = tests/unit/test_cuda_plugins.c
+tests_unit_test_cuda_plugins_CFLAGS = $(TEST_CFLAGS)
+tests_unit_test_cuda_plugins_LDADD = $(TEST_LIBS) -ldl
+
+if HAVE_CUDA
+check_PROGRAMS += tests/unit/test_cuda_templates
+TESTS += tests/unit/test_cuda_templates
+tests_unit_test_cuda_templates_SOURCES = tests/unit/test_cuda_templates.c \
+	tests/unit/kcache_testhost.c tests/unit/kcache_testhost.h
+tests_unit_test_cuda_templates_CPPFLAGS = $(AM_CPPFLAGS) $(CUDA_CPPFLAGS) \
+	-I$(top_srcdir)/backends/cuda-common
+tests_unit_test_cuda_templates_CFLAGS = $(TEST_CFLAGS) -I$(top_srcdir)/core/src
+tests_unit_test_cuda_templates_LDADD = backends/cuda-common/libkilncudacommon.la $(TEST_LIBS) \
+	$(NVRTC_LIBS)
+endif
+
+# Building and running these on the GPU machine in one call.
+EXTRA_DIST += tools/device/prepare-gpu.sh tools/device/on-device-gpu.sh

@@ -1,0 +1,610 @@
+/* Single ops on every CUDA backend through the plugin's ops table, against
+ * float64 references and the cpu backend (precision = f64):
+ *   - quantized matvec for Q4_K, Q6_K and Q8_0 with K = 768, 1280, 2816 and
+ *     2176 (not a multiple of any tile; not a whole number of K-quant
+ *     blocks, so Q4_K/Q6_K must be refused there, and 2304 = 9 x 256 is
+ *     run instead), hand-packed blocks, with device buffers, allocation
+ *     padding, tensor padding, unused columns and the GEMM scratch tile
+ *     poisoned with 0xFF bytes, then with 0x5A: results finite, NMSE <=
+ *     1e-6 against f64, bit-identical across poisons, unused output columns
+ *     untouched; one token (matvec) and three (cuda-batched's GEMM);
+ *   - MUL_MAT for every weight type, with and without bias, T = 1 and 5;
+ *   - attention whose raw q.k reaches 115200 (finite, equal to cpu's),
+ *     and random GQA attention at several head sizes;
+ *   - RoPE NORM / NEOX (partial rotation too), GET_ROWS of every type
+ *     (bit-exact to kiln_dequantize), an out-of-range token id, SWIGLU,
+ *     ADD, per-head RMSNorm.
+ * Each case is measured and printed; the suite asserts at the end of each
+ * test, so one device run reports everything. */
+#include "config.h"
+
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "gpu_common.h"
+#include "kiln/dequant.h"
+#include "kiln/half.h"
+#include "testutil.h"
+
+static const kiln_type all_types[] = {KILN_TYPE_F32,  KILN_TYPE_F16,  KILN_TYPE_BF16,
+                                      KILN_TYPE_Q4_0, KILN_TYPE_Q5_0, KILN_TYPE_Q8_0,
+                                      KILN_TYPE_Q4_K, KILN_TYPE_Q6_K};
+#define N_TYPES (sizeof all_types / sizeof all_types[0])
+
+/* ---- hand-packed weights --------------------------------------------------- */
+
+static void put16(uint8_t *p, uint16_t v) {
+  p[0] = (uint8_t)(v & 0xff);
+  p[1] = (uint8_t)(v >> 8);
+}
+
+static uint16_t f16(double v) { return kiln_f32_to_f16((float)v); }
+
+/* rows x K values of `type`, packed field by field from the layouts in
+ * kiln/types.h: every scale a finite f16 of a sane size, every quant
+ * random (all bit patterns of the quant fields are valid). */
+static uint8_t *pack_weight(kiln_type type, int64_t K, int64_t rows, uint64_t pad, int pad_byte,
+                            kg_rng *r) {
+  const int64_t rb = kiln_type_row_bytes(type, K);
+  uint8_t *w = kg_alloc((size_t)(rb * rows) + pad);
+  memset(w + rb * rows, pad_byte, pad);
+  const int64_t bs = kiln_type_block_size(type), bb = kiln_type_block_bytes(type);
+  for (int64_t row = 0; row < rows; row++)
+    for (int64_t b = 0; b < K / bs; b++) {
+      uint8_t *p = w + row * rb + b * bb;
+      for (int64_t i = 0; i < bb; i++) p[i] = (uint8_t)kg_u32(r);
+      switch (type) {
+      case KILN_TYPE_F32: {
+        float v = (float)kg_uniform(r, -1, 1);
+        memcpy(p, &v, 4);
+        break;
+      }
+      case KILN_TYPE_F16: put16(p, f16(kg_uniform(r, -1, 1))); break;
+      case KILN_TYPE_BF16: put16(p, kiln_f32_to_bf16((float)kg_uniform(r, -1, 1))); break;
+      case KILN_TYPE_Q4_0:
+      case KILN_TYPE_Q5_0: put16(p, f16(kg_uniform(r, 0.01, 0.2))); break;
+      case KILN_TYPE_Q8_0: put16(p, f16(kg_uniform(r, -0.01, 0.01))); break;
+      case KILN_TYPE_Q4_K:
+        put16(p, f16(kg_uniform(r, 0.001, 0.01)));     /* d */
+        put16(p + 2, f16(kg_uniform(r, 0.001, 0.02))); /* dmin */
+        break;                                          /* 12 scale bytes, 128 quant bytes: random */
+      case KILN_TYPE_Q6_K:
+        for (int i = 0; i < 16; i++) p[192 + i] = (uint8_t)(int8_t)(kg_u32(r) % 127 - 63);
+        put16(p + 208, f16(kg_uniform(r, 0.0005, 0.004)));
+        break;
+      default: fail_msg("no packer for %s", kiln_type_name(type));
+      }
+    }
+  return w;
+}
+
+static float *dequant(kiln_type type, const uint8_t *w, int64_t K, int64_t rows) {
+  float *v = kg_alloc((size_t)(K * rows) * sizeof(float));
+  KT_ASSERT_OK(kiln_dequantize(type, w, v, K * rows));
+  return v;
+}
+
+/* ---- quantized matvec with poison ------------------------------------------- */
+
+static const kiln_type mv_types[] = {KILN_TYPE_Q4_K, KILN_TYPE_Q6_K, KILN_TYPE_Q8_0};
+static const int64_t mv_ks[] = {768, 1280, 2816, 2176, 2304};
+#define MV_N 67    /* weight rows: not a multiple of any rows-per-block */
+#define MV_CAP 4   /* activation capacity: columns past T are poison */
+#define MV_PAD 96  /* bytes of padding after the weight's rows */
+#define N_MV_TYPES 3
+#define N_MV_KS 5
+
+typedef struct mv_result {
+  bool refused; /* K not a whole number of blocks: prepare refused it */
+  float *y;     /* [MV_N, MV_CAP] as downloaded */
+} mv_result;
+
+static const uint8_t poisons[2] = {0xFF, 0x5A};
+
+/* Runs every case on backend b with the given poison; fills res[type][k][t]. */
+static int run_mv_cases(kiln_backend *be, uint8_t poison, mv_result res[N_MV_TYPES][N_MV_KS][2]) {
+  int bad = 0;
+  for (int ti = 0; ti < N_MV_TYPES; ti++)
+    for (int ki = 0; ki < N_MV_KS; ki++)
+      for (int tt = 0; tt < 2; tt++) {
+        const kiln_type type = mv_types[ti];
+        const int64_t K = mv_ks[ki];
+        const int32_t T = tt ? 3 : 1;
+        mv_result *out = &res[ti][ki][tt];
+        const bool whole = K % kiln_type_block_size(type) == 0;
+        kg_rng r = kg_rng_new((uint64_t)(1000 + 10 * ti + ki));
+        kg_op op;
+        memset(&op, 0, sizeof op);
+        op.n_tensors = 3;
+        op.t[0] = kg_tensor(0, type, KILN_ROLE_WEIGHT, K, MV_N, MV_PAD, "blk.0.ffn_down.weight");
+        op.t[1] = kg_tensor(1, KILN_TYPE_F32, KILN_ROLE_ACTIVATION, K, MV_CAP, 0, "ffn_in");
+        op.t[2] = kg_tensor(2, KILN_TYPE_F32, KILN_ROLE_ACTIVATION, MV_N, MV_CAP, 0, "ffn_out");
+        uint8_t *w = whole ? pack_weight(type, K, MV_N, MV_PAD, poison, &r) : kg_alloc(MV_PAD);
+        if (!whole) memset(w, poison, MV_PAD);
+        float *x = kg_alloc((size_t)K * MV_CAP * sizeof(float));
+        memset(x, poison, (size_t)K * MV_CAP * sizeof(float));
+        kg_fill(&r, x, K * T, -1, 1);
+        uint8_t *y0 = kg_alloc(op.t[2].nbytes);
+        memset(y0, poison, op.t[2].nbytes);
+        op.data[0] = w;
+        op.data[1] = x;
+        op.data[2] = y0;
+        op.node.id = 0;
+        op.node.op = KILN_OP_MUL_MAT;
+        op.node.layer = 0;
+        op.node.src[0] = &op.t[0];
+        op.node.src[1] = &op.t[1];
+        op.node.dst = &op.t[2];
+        snprintf(op.node.name, sizeof op.node.name, "blk.0.ffn_down");
+        out->y = kg_alloc(op.t[2].nbytes);
+        kiln_status st = kg_run_op(be, &op, T, 0, out->y);
+        if (!whole) {
+          out->refused = st && kiln_status_code_of(st) == KILN_STATUS_INVALID_ARGUMENT &&
+                         strstr(kiln_status_message(st), "not a whole number");
+          printf("  %-12s %-4s K=%lld T=%d poison 0x%02X: %s: %s\n", be->name,
+                 kiln_type_name(type), (long long)K, T, poison,
+                 out->refused ? "refused as it must be" : "NOT REFUSED",
+                 st ? kiln_status_message(st) : "(ran)");
+          if (!out->refused) bad++;
+          kiln_status_free(st);
+        } else if (st) {
+          printf("  FAIL %-12s %-4s K=%lld T=%d: %s\n", be->name, kiln_type_name(type),
+                 (long long)K, T, kiln_status_message(st));
+          kiln_status_free(st);
+          bad++;
+        } else {
+          /* f64 reference from the host dequantizer */
+          float *wv = dequant(type, w, K, MV_N);
+          double num = 0, den = 0;
+          bool finite = true;
+          for (int32_t t = 0; t < T; t++)
+            for (int64_t n = 0; n < MV_N; n++) {
+              double ref = 0;
+              for (int64_t k = 0; k < K; k++)
+                ref += (double)wv[n * K + k] * (double)x[(int64_t)t * K + k];
+              double got = out->y[(int64_t)t * MV_N + n];
+              if (!isfinite(got)) finite = false;
+              num += (got - ref) * (got - ref);
+              den += ref * ref;
+            }
+          double nmse = num / den;
+          /* the columns the step does not cover keep the poison */
+          bool untouched = true;
+          for (uint64_t i = (uint64_t)T * MV_N * 4; i < op.t[2].nbytes; i++)
+            if (((uint8_t *)out->y)[i] != poison) untouched = false;
+          bool ok = finite && nmse <= 1e-6 && untouched;
+          printf("  %-12s %-4s K=%-4lld T=%d poison 0x%02X: NMSE %.3e, finite %s, unused columns "
+                 "%s%s\n",
+                 be->name, kiln_type_name(type), (long long)K, T, poison, nmse,
+                 finite ? "yes" : "NO", untouched ? "untouched" : "WRITTEN", ok ? "" : "  FAIL");
+          if (!ok) bad++;
+          free(wv);
+        }
+        free(y0);
+        free(x);
+        free(w);
+      }
+  return bad;
+}
+
+static void test_quantized_matvec_poison(void **state) {
+  static mv_result res[2][KG_N_BACKENDS][N_MV_TYPES][N_MV_KS][2];
+  int bad = 0;
+  for (int p = 0; p < 2; p++) {
+    char v[8];
+    snprintf(v, sizeof v, "%d", poisons[p]);
+    kiln_config_override ov[] = {{"cuda-serial", "poison", v, "test"},
+                                 {"cuda-batched", "poison", v, "test"},
+                                 {"cuda-cc120", "poison", v, "test"}};
+    kiln_runtime *rt = kg_runtime(ov, 3);
+    for (int b = 0; b < KG_N_BACKENDS; b++) {
+      kiln_backend *be = kg_backend_open(rt, kg_backends[b]);
+      bad += run_mv_cases(be, poisons[p], res[p][b]);
+      kiln_backend_close(be);
+    }
+    kiln_runtime_free(rt);
+  }
+  /* unchanged when the poison changes: the step's columns bit for bit */
+  for (int b = 0; b < KG_N_BACKENDS; b++)
+    for (int ti = 0; ti < N_MV_TYPES; ti++)
+      for (int ki = 0; ki < N_MV_KS; ki++)
+        for (int tt = 0; tt < 2; tt++) {
+          mv_result *a = &res[0][b][ti][ki][tt], *c = &res[1][b][ti][ki][tt];
+          if (!a->refused && !c->refused &&
+              memcmp(a->y, c->y, (size_t)(tt ? 3 : 1) * MV_N * sizeof(float)) != 0) {
+            printf("  FAIL %s %s K=%lld T=%d: results differ between poison 0xFF and 0x5A\n",
+                   kg_backends[b], kiln_type_name(mv_types[ti]), (long long)mv_ks[ki],
+                   tt ? 3 : 1);
+            bad++;
+          }
+          free(a->y);
+          free(c->y);
+        }
+  printf("quantized matvec with poison: %d failures\n", bad);
+  assert_int_equal(bad, 0);
+}
+
+/* ---- MUL_MAT of every type, with bias ---------------------------------------- */
+
+static void test_mul_mat_every_type(void **state) {
+  kiln_runtime *rt = kg_runtime(NULL, 0);
+  int bad = 0;
+  const int64_t K = 512, N = 37, CAP = 6;
+  for (int b = 0; b < KG_N_BACKENDS; b++) {
+    kiln_backend *be = kg_backend_open(rt, kg_backends[b]);
+    for (size_t ti = 0; ti < N_TYPES; ti++)
+      for (int variant = 0; variant < 3; variant++) {
+        /* 0: T=1 no bias; 1: T=5 F32 bias; 2: T=5 F16 bias */
+        const kiln_type type = all_types[ti];
+        const int32_t T = variant ? 5 : 1;
+        kg_rng r = kg_rng_new(500 + ti * 3 + (size_t)variant);
+        kg_op op;
+        memset(&op, 0, sizeof op);
+        op.n_tensors = 4;
+        kiln_type btype = variant == 2 ? KILN_TYPE_F16 : KILN_TYPE_F32;
+        op.t[0] = kg_tensor(0, type, KILN_ROLE_WEIGHT, K, N, 0, "blk.1.attn_q.weight");
+        op.t[1] = kg_tensor(1, KILN_TYPE_F32, KILN_ROLE_ACTIVATION, K, CAP, 0, "x");
+        op.t[2] = kg_tensor(2, btype, KILN_ROLE_WEIGHT, N, 1, 0, "blk.1.attn_q.bias");
+        op.t[3] = kg_tensor(3, KILN_TYPE_F32, KILN_ROLE_ACTIVATION, N, CAP, 0, "q");
+        uint8_t *w = pack_weight(type, K, N, 0, 0, &r);
+        uint8_t *bias = pack_weight(btype, N, 1, 0, 0, &r);
+        float *x = kg_alloc((size_t)(K * CAP) * sizeof(float));
+        kg_fill(&r, x, K * CAP, -1, 1);
+        float *y = kg_alloc(op.t[3].nbytes);
+        op.data[0] = w;
+        op.data[1] = x;
+        op.data[2] = bias;
+        op.node.op = KILN_OP_MUL_MAT;
+        op.node.src[0] = &op.t[0];
+        op.node.src[1] = &op.t[1];
+        op.node.src[2] = variant ? &op.t[2] : NULL;
+        op.node.dst = &op.t[3];
+        snprintf(op.node.name, sizeof op.node.name, "blk.1.attn_q");
+        kiln_status st = kg_run_op(be, &op, T, 0, y);
+        if (st) {
+          printf("  FAIL %s %s: %s\n", be->name, kiln_type_name(type), kiln_status_message(st));
+          kiln_status_free(st);
+          bad++;
+        } else {
+          float *wv = dequant(type, w, K, N), *bv = dequant(btype, bias, N, 1);
+          double worst = 0;
+          bool ok = true;
+          for (int32_t t = 0; t < T; t++) {
+            double ref[64];
+            for (int64_t n = 0; n < N; n++) {
+              ref[n] = variant ? bv[n] : 0.0;
+              for (int64_t k = 0; k < K; k++) ref[n] += (double)wv[n * K + k] * x[t * K + k];
+            }
+            kg_metrics m = kg_compare_f64(y + t * N, ref, N);
+            if (m.rel_l2 > worst) worst = m.rel_l2;
+            if (!kg_close(&m, 1e-5)) ok = false;
+          }
+          printf("  %-12s mul_mat %-4s T=%d%s: max rel L2 %.3e%s\n", be->name,
+                 kiln_type_name(type), T,
+                 variant == 0 ? "" : variant == 1 ? " + F32 bias" : " + F16 bias", worst,
+                 ok ? "" : "  FAIL");
+          if (!ok) bad++;
+          free(wv);
+          free(bv);
+        }
+        free(y);
+        free(x);
+        free(bias);
+        free(w);
+      }
+    kiln_backend_close(be);
+  }
+  kiln_runtime_free(rt);
+  assert_int_equal(bad, 0);
+}
+
+/* ---- ops against the cpu backend --------------------------------------------- */
+
+/* Runs op on cpu (f64) and on every CUDA backend; compares the step's
+ * columns of dst (width w) with kg_close(tol). */
+static int against_cpu(kiln_runtime *rt, kiln_backend *const *gpus, kg_op *op, int32_t T,
+                       int32_t pos0, double tol, const char *what) {
+  int bad = 0;
+  const int64_t w = op->node.dst->ne[0];
+  const int64_t col0 = op->node.op == KILN_OP_STORE_KV ? pos0 : 0;
+  float *ref = kg_alloc(op->node.dst->nbytes), *got = kg_alloc(op->node.dst->nbytes);
+  kiln_backend *cpu = kg_backend_open(rt, "cpu");
+  KT_ASSERT_OK(kg_run_op(cpu, op, T, pos0, ref));
+  kiln_backend_close(cpu);
+  for (int b = 0; b < KG_N_BACKENDS; b++) {
+    kiln_status st = kg_run_op(gpus[b], op, T, pos0, got);
+    if (st) {
+      printf("  FAIL %-12s %s: %s\n", kg_backends[b], what, kiln_status_message(st));
+      kiln_status_free(st);
+      bad++;
+      continue;
+    }
+    kg_worst k = kg_compare_cols(got + col0 * w, ref + col0 * w, w, T, tol);
+    printf("  %-12s %-44s max rel L2 %.3e (col %lld), max |ratio-1| %.3e, min cosine %.9f%s\n",
+           kg_backends[b], what, k.rel_l2, (long long)k.at_rel, k.ratio_dev, k.min_cosine,
+           k.n_bad || !k.all_finite ? "  FAIL" : "");
+    if (k.n_bad || !k.all_finite) bad++;
+  }
+  free(ref);
+  free(got);
+  return bad;
+}
+
+static void set_node(kg_op *op, kiln_op kop, const char *name, int s0, int s1, int s2, int dst) {
+  op->node.op = kop;
+  op->node.src[0] = s0 >= 0 ? &op->t[s0] : NULL;
+  op->node.src[1] = s1 >= 0 ? &op->t[s1] : NULL;
+  op->node.src[2] = s2 >= 0 ? &op->t[s2] : NULL;
+  op->node.dst = &op->t[dst];
+  snprintf(op->node.name, sizeof op->node.name, "%s", name);
+}
+
+static void open_gpus(kiln_runtime *rt, kiln_backend **gpus) {
+  for (int b = 0; b < KG_N_BACKENDS; b++) gpus[b] = kg_backend_open(rt, kg_backends[b]);
+}
+
+static void close_gpus(kiln_backend **gpus) {
+  for (int b = 0; b < KG_N_BACKENDS; b++) kiln_backend_close(gpus[b]);
+}
+
+/* Attention with raw q.k = 115200 at key 0 and 115200 - 2.5 j at key j
+ * (head_dim 64, scale 1/8: every score exact in f32, so the GPU and the
+ * f64 cpu must agree closely); V random. */
+static int attention_huge(kiln_runtime *rt, kiln_backend **gpus) {
+  const int hd = 64, nh = 4, nkv = 2, n_ctx = 16, T = 3, pos0 = 5, CAP = 4;
+  kg_op op;
+  memset(&op, 0, sizeof op);
+  op.n_tensors = 4;
+  op.t[0] = kg_tensor(0, KILN_TYPE_F32, KILN_ROLE_ACTIVATION, hd * nh, CAP, 0, "q");
+  op.t[1] = kg_tensor(1, KILN_TYPE_F32, KILN_ROLE_STATE, hd * nkv, n_ctx, 0, "cache_k");
+  op.t[2] = kg_tensor(2, KILN_TYPE_F32, KILN_ROLE_STATE, hd * nkv, n_ctx, 0, "cache_v");
+  op.t[3] = kg_tensor(3, KILN_TYPE_F32, KILN_ROLE_ACTIVATION, hd * nh, CAP, 0, "attn_out");
+  float *q = kg_alloc(op.t[0].nbytes), *k = kg_alloc(op.t[1].nbytes), *v = kg_alloc(op.t[2].nbytes);
+  kg_rng r = kg_rng_new(115200);
+  for (int t = 0; t < CAP; t++)
+    for (int h = 0; h < nh; h++)
+      for (int d = 0; d < hd; d++) q[(t * nh + h) * hd + d] = (h + t) % 2 ? -40.0f : 40.0f;
+  for (int j = 0; j < n_ctx; j++)
+    for (int g = 0; g < nkv; g++)
+      for (int d = 0; d < hd; d++) {
+        /* KV head 1 reverses the order of the keys' scores */
+        int jj = g ? n_ctx - 1 - j : j;
+        k[(j * nkv + g) * hd + d] = 45.0f - (d < 32 ? (float)jj / 512.0f : 0.0f);
+      }
+  kg_fill(&r, v, hd * nkv * n_ctx, -1, 1);
+  double max_qk = 0;
+  for (int j = 0; j < pos0 + T; j++)
+    for (int g = 0; g < nkv; g++) {
+      double s = 0;
+      for (int d = 0; d < hd; d++) s += 40.0 * k[(j * nkv + g) * hd + d];
+      if (s > max_qk) max_qk = s;
+    }
+  printf("attention: largest raw q.k %.1f, scaled %.1f\n", max_qk, max_qk / 8);
+  assert_true(max_qk >= 115200.0);
+  op.data[0] = q;
+  op.data[1] = k;
+  op.data[2] = v;
+  set_node(&op, KILN_OP_ATTENTION, "blk.0.attn", 0, 1, 2, 3);
+  op.node.p.attention = (kiln_attention_params){nh, nkv, hd, 0.125f};
+  int bad = against_cpu(rt, gpus, &op, T, pos0, 1e-5, "attention raw q.k 115200");
+  free(q);
+  free(k);
+  free(v);
+  return bad;
+}
+
+static int attention_random(kiln_runtime *rt, kiln_backend **gpus, int hd, int nh, int nkv, int T,
+                            int pos0) {
+  const int n_ctx = pos0 + T + 3, CAP = T + 1;
+  kg_op op;
+  memset(&op, 0, sizeof op);
+  op.n_tensors = 4;
+  op.t[0] = kg_tensor(0, KILN_TYPE_F32, KILN_ROLE_ACTIVATION, hd * nh, CAP, 0, "q");
+  op.t[1] = kg_tensor(1, KILN_TYPE_F32, KILN_ROLE_STATE, hd * nkv, n_ctx, 0, "cache_k");
+  op.t[2] = kg_tensor(2, KILN_TYPE_F32, KILN_ROLE_STATE, hd * nkv, n_ctx, 0, "cache_v");
+  op.t[3] = kg_tensor(3, KILN_TYPE_F32, KILN_ROLE_ACTIVATION, hd * nh, CAP, 0, "attn_out");
+  float *q = kg_alloc(op.t[0].nbytes), *k = kg_alloc(op.t[1].nbytes), *v = kg_alloc(op.t[2].nbytes);
+  kg_rng r = kg_rng_new((uint64_t)(hd * 1000 + nh * 10 + T));
+  kg_fill(&r, q, hd * nh * CAP, -2, 2);
+  kg_fill(&r, k, hd * nkv * n_ctx, -2, 2);
+  kg_fill(&r, v, hd * nkv * n_ctx, -1, 1);
+  op.data[0] = q;
+  op.data[1] = k;
+  op.data[2] = v;
+  set_node(&op, KILN_OP_ATTENTION, "blk.0.attn", 0, 1, 2, 3);
+  op.node.p.attention = (kiln_attention_params){nh, nkv, hd, (float)(1.0 / sqrt((double)hd))};
+  char what[80];
+  snprintf(what, sizeof what, "attention hd %d, %d/%d heads, T %d at %d", hd, nh, nkv, T, pos0);
+  int bad = against_cpu(rt, gpus, &op, T, pos0, 1e-5, what);
+  free(q);
+  free(k);
+  free(v);
+  return bad;
+}
+
+static void test_attention(void **state) {
+  kiln_runtime *rt = kg_runtime(NULL, 0);
+  kiln_backend *gpus[KG_N_BACKENDS];
+  open_gpus(rt, gpus);
+  int bad = attention_huge(rt, gpus);
+  bad += attention_random(rt, gpus, 128, 8, 2, 5, 11);
+  bad += attention_random(rt, gpus, 8, 8, 4, 7, 0);
+  bad += attention_random(rt, gpus, 64, 4, 4, 1, 40);
+  bad += attention_random(rt, gpus, 80, 6, 3, 3, 2); /* head_dim not a multiple of 32 */
+  close_gpus(gpus);
+  kiln_runtime_free(rt);
+  assert_int_equal(bad, 0);
+}
+
+static int rope_case(kiln_runtime *rt, kiln_backend **gpus, kiln_rope_mode mode, int hd, int n_rot,
+                     float theta, int pos0) {
+  const int nh = 4, T = 3, CAP = 4;
+  kg_op op;
+  memset(&op, 0, sizeof op);
+  op.n_tensors = 2;
+  op.t[0] = kg_tensor(0, KILN_TYPE_F32, KILN_ROLE_ACTIVATION, hd * nh, CAP, 0, "q");
+  op.t[1] = kg_tensor(1, KILN_TYPE_F32, KILN_ROLE_ACTIVATION, hd * nh, CAP, 0, "q_rope");
+  float *x = kg_alloc(op.t[0].nbytes);
+  kg_rng r = kg_rng_new((uint64_t)(hd + n_rot + pos0));
+  kg_fill(&r, x, hd * nh * CAP, -3, 3);
+  op.data[0] = x;
+  set_node(&op, KILN_OP_ROPE, "blk.0.rope_q", 0, -1, -1, 1);
+  op.node.p.rope = (kiln_rope_params){mode, n_rot, hd, nh, theta};
+  char what[96];
+  snprintf(what, sizeof what, "rope %s hd %d n_rot %d theta %g at %d",
+           mode == KILN_ROPE_NEOX ? "NEOX" : "NORM", hd, n_rot, (double)theta, pos0);
+  int bad = against_cpu(rt, gpus, &op, T, pos0, 1e-6, what);
+  free(x);
+  return bad;
+}
+
+static void test_rope_norm_eltwise(void **state) {
+  kiln_runtime *rt = kg_runtime(NULL, 0);
+  kiln_backend *gpus[KG_N_BACKENDS];
+  open_gpus(rt, gpus);
+  int bad = 0;
+  bad += rope_case(rt, gpus, KILN_ROPE_NORM, 8, 8, 10000.0f, 0);
+  bad += rope_case(rt, gpus, KILN_ROPE_NORM, 128, 128, 10000.0f, 1000);
+  bad += rope_case(rt, gpus, KILN_ROPE_NEOX, 128, 128, 1000000.0f, 3000);
+  bad += rope_case(rt, gpus, KILN_ROPE_NEOX, 128, 64, 1000000.0f, 17);
+  bad += rope_case(rt, gpus, KILN_ROPE_NORM, 64, 32, 500000.0f, 4);
+
+  /* per-head RMSNorm (qwen3's q_norm): rows of 128 inside rows of 512 */
+  {
+    const int T = 3, CAP = 4;
+    kg_op op;
+    memset(&op, 0, sizeof op);
+    op.n_tensors = 3;
+    op.t[0] = kg_tensor(0, KILN_TYPE_F32, KILN_ROLE_ACTIVATION, 512, CAP, 0, "q");
+    op.t[1] = kg_tensor(1, KILN_TYPE_F32, KILN_ROLE_WEIGHT, 128, 1, 0, "blk.0.attn_q_norm.weight");
+    op.t[2] = kg_tensor(2, KILN_TYPE_F32, KILN_ROLE_ACTIVATION, 512, CAP, 0, "q_normed");
+    float *x = kg_alloc(op.t[0].nbytes), *w = kg_alloc(op.t[1].nbytes);
+    kg_rng r = kg_rng_new(77);
+    kg_fill(&r, x, 512 * CAP, -1e-3, 1e-3);
+    kg_fill(&r, w, 128, 0.5, 1.5);
+    op.data[0] = x;
+    op.data[1] = w;
+    set_node(&op, KILN_OP_RMS_NORM, "blk.0.q_norm", 0, 1, -1, 2);
+    op.node.p.rms_norm.eps = 1e-6f;
+    bad += against_cpu(rt, gpus, &op, T, 0, 1e-5, "rms_norm per head (128 in 512), eps 1e-6");
+    free(x);
+    free(w);
+  }
+  /* SWIGLU and ADD */
+  for (int which = 0; which < 2; which++) {
+    const int W = 1000, T = 5, CAP = 6;
+    kg_op op;
+    memset(&op, 0, sizeof op);
+    op.n_tensors = 3;
+    op.t[0] = kg_tensor(0, KILN_TYPE_F32, KILN_ROLE_ACTIVATION, W, CAP, 0, "a");
+    op.t[1] = kg_tensor(1, KILN_TYPE_F32, KILN_ROLE_ACTIVATION, W, CAP, 0, "b");
+    op.t[2] = kg_tensor(2, KILN_TYPE_F32, KILN_ROLE_ACTIVATION, W, CAP, 0, "y");
+    float *a = kg_alloc(op.t[0].nbytes), *bb = kg_alloc(op.t[1].nbytes);
+    kg_rng r = kg_rng_new(31 + (uint64_t)which);
+    kg_fill(&r, a, W * CAP, -20, 20);
+    kg_fill(&r, bb, W * CAP, -2, 2);
+    a[3] = -200.0f; /* silu's -0 limit */
+    op.data[0] = a;
+    op.data[1] = bb;
+    set_node(&op, which ? KILN_OP_ADD : KILN_OP_SWIGLU, which ? "blk.0.ffn_residual" : "blk.0.ffn_swiglu", 0, 1, -1, 2);
+    bad += against_cpu(rt, gpus, &op, T, 0, 1e-6, which ? "add" : "swiglu");
+    free(a);
+    free(bb);
+  }
+  /* STORE_KV at a position past 0 */
+  {
+    const int W = 96, T = 4, CAP = 4, n_ctx = 12, pos0 = 5;
+    kg_op op;
+    memset(&op, 0, sizeof op);
+    op.n_tensors = 2;
+    op.t[0] = kg_tensor(0, KILN_TYPE_F32, KILN_ROLE_ACTIVATION, W, CAP, 0, "k");
+    op.t[1] = kg_tensor(1, KILN_TYPE_F32, KILN_ROLE_STATE, W, n_ctx, 0, "cache_k");
+    float *k = kg_alloc(op.t[0].nbytes), *c = kg_alloc(op.t[1].nbytes);
+    kg_rng r = kg_rng_new(5);
+    kg_fill(&r, k, W * CAP, -1, 1);
+    kg_fill(&r, c, W * n_ctx, -1, 1);
+    op.data[0] = k;
+    op.data[1] = c;
+    set_node(&op, KILN_OP_STORE_KV, "blk.0.store_k", 0, -1, -1, 1);
+    bad += against_cpu(rt, gpus, &op, T, pos0, 0.0, "store_kv at 5..8");
+    free(k);
+    free(c);
+  }
+  close_gpus(gpus);
+  kiln_runtime_free(rt);
+  assert_int_equal(bad, 0);
+}
+
+/* GET_ROWS of every type, bit-exact to kiln_dequantize; a bad id refused. */
+static void test_get_rows(void **state) {
+  kiln_runtime *rt = kg_runtime(NULL, 0);
+  int bad = 0;
+  const int64_t H = 512, V = 20;
+  const int32_t ids[4] = {3, 0, 19, 7};
+  for (int b = 0; b < KG_N_BACKENDS; b++) {
+    kiln_backend *be = kg_backend_open(rt, kg_backends[b]);
+    for (size_t ti = 0; ti < N_TYPES; ti++) {
+      kg_rng r = kg_rng_new(900 + ti);
+      kg_op op;
+      memset(&op, 0, sizeof op);
+      op.n_tensors = 3;
+      op.t[0] = kg_tensor(0, all_types[ti], KILN_ROLE_WEIGHT, H, V, 0, "token_embd.weight");
+      op.t[1] = kg_tensor(1, KILN_TYPE_I32, KILN_ROLE_INPUT, 4, 1, 0, "tokens");
+      op.t[1].nbytes = 16;
+      op.t[2] = kg_tensor(2, KILN_TYPE_F32, KILN_ROLE_ACTIVATION, H, 4, 0, "inp_embd");
+      uint8_t *w = pack_weight(all_types[ti], H, V, 0, 0, &r);
+      float *all = dequant(all_types[ti], w, H, V);
+      float *y = kg_alloc(op.t[2].nbytes);
+      op.data[0] = w;
+      op.data[1] = ids;
+      set_node(&op, KILN_OP_GET_ROWS, "inp_embd", 0, 1, -1, 2);
+      kiln_status st = kg_run_op(be, &op, 4, 0, y);
+      bool ok = !st;
+      for (int t = 0; ok && t < 4; t++)
+        if (memcmp(y + t * H, all + ids[t] * H, (size_t)H * sizeof(float)) != 0) ok = false;
+      printf("  %-12s get_rows %-4s: %s%s\n", be->name, kiln_type_name(all_types[ti]),
+             st ? kiln_status_message(st) : ok ? "bit-exact to kiln_dequantize" : "DIFFERENT",
+             ok ? "" : "  FAIL");
+      if (!ok) bad++;
+      kiln_status_free(st);
+      if (ti == 0) {
+        const int32_t bad_ids[4] = {3, 20, 0, 0};
+        op.data[1] = bad_ids;
+        st = kg_run_op(be, &op, 2, 0, y);
+        bool refused = st && kiln_status_code_of(st) == KILN_STATUS_OUT_OF_RANGE &&
+                       strstr(kiln_status_message(st), "token id 20");
+        printf("  %-12s get_rows with id 20 of 20 rows: %s\n", be->name,
+               st ? kiln_status_message(st) : "NOT REFUSED");
+        if (!refused) bad++;
+        kiln_status_free(st);
+      }
+      free(y);
+      free(all);
+      free(w);
+    }
+    kiln_backend_close(be);
+  }
+  kiln_runtime_free(rt);
+  assert_int_equal(bad, 0);
+}
+
+int main(void) {
+  int gate = kg_gate("test_gpu_ops");
+  if (gate) return gate;
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_quantized_matvec_poison),
+      cmocka_unit_test(test_mul_mat_every_type),
+      cmocka_unit_test(test_attention),
+      cmocka_unit_test(test_rope_norm_eltwise),
+      cmocka_unit_test(test_get_rows),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,220 @@
+/* The three CUDA plugins as built, through the plugin loader (libkiln
+ * only): they load on any machine (the driver API is resolved at run time),
+ * declare their config keys, and probe() says either what the device is
+ * (name, compute capability, memory) or precisely why there is none; on a
+ * machine without the NVIDIA driver that is "no NVIDIA driver
+ * (libcuda.so.1: ...)" and planning on them fails with that reason.
+ * `kiln backends` lists them the same way, and the example configs
+ * conf/cuda-*.ini validate. */
+#include "config.h"
+
+#include <dlfcn.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "kiln/kiln.h"
+#include "testutil.h"
+
+static const char *const names[] = {"cuda-serial", "cuda-batched", "cuda-cc120"};
+
+/* Whether this process could load the driver library at all. */
+static bool have_driver(void) {
+  void *h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+  if (h) dlclose(h);
+  return h != NULL;
+}
+
+static bool has_key(const kiln_backend_ops *e, const char *key) {
+  for (uint32_t i = 0; i < e->n_config_keys; i++)
+    if (strcmp(e->config_keys[i].name, key) == 0) return true;
+  return false;
+}
+
+static void test_load_and_probe(void **state) {
+  kiln_plugin_registry *r;
+  KT_ASSERT_OK(kiln_plugin_registry_new(getenv("KILN_PLUGIN_PATH"), &r));
+  for (size_t i = 0; i < 3; i++) {
+    kiln_plugin *p;
+    KT_ASSERT_OK(kiln_plugin_registry_get(r, names[i], &p));
+    const kiln_backend_ops *e = kiln_plugin_entry(p);
+    assert_string_equal(e->name, names[i]);
+    assert_true(has_key(e, "device"));
+    assert_true(has_key(e, "poison"));
+    assert_int_equal(has_key(e, "gemm"), i > 0);
+    assert_int_equal(has_key(e, "gemm_scratch_mib"), i > 0);
+    assert_int_equal(has_key(e, "allow_lower_cc"), i == 2);
+    kiln_probe_info info;
+    KT_ASSERT_OK(kiln_plugin_probe(p, &info));
+    printf("%-12s %s: %s%s%s\n", names[i], info.available ? "available" : "unavailable",
+           info.available ? info.device : info.reason, info.available ? ", " : "",
+           info.available ? info.detail : "");
+    if (info.available) {
+      assert_true(info.device[0] != '\0');
+      assert_non_null(strstr(info.detail, "compute capability "));
+      assert_non_null(strstr(info.detail, "GiB"));
+    } else {
+      assert_true(info.reason[0] != '\0');
+      if (!have_driver()) assert_non_null(strstr(info.reason, "no NVIDIA driver (libcuda.so.1"));
+    }
+  }
+  kiln_plugin_registry_free(r);
+}
+
+/* Planning on an unavailable CUDA backend fails with the probe's reason. */
+static void test_plan_unavailable(void **state) {
+  if (have_driver()) {
+    printf("a driver is present here: nothing to refuse\n");
+    skip();
+  }
+  char *path = kt_model_path("stories260K.gguf");
+  if (!path) skip();
+  kiln_runtime *rt;
+  KT_ASSERT_OK(kiln_runtime_open(&(kiln_runtime_options){NULL, true, NULL, 0}, &rt));
+  kiln_model *m;
+  KT_ASSERT_OK(kiln_model_open(path, &m));
+  for (size_t i = 0; i < 3; i++) {
+    kiln_session *s = NULL;
+    kiln_session_options so = {.backend = names[i], .n_ctx = 64, .batch = 8, .fallback_cpu = 0};
+    kiln_status st = kiln_session_open(rt, m, &so, &s);
+    printf("%s: %s\n", names[i], kiln_status_message(st));
+    char want[64];
+    snprintf(want, sizeof want, "backend %s is unavailable: no NVIDIA driver", names[i]);
+    KT_ASSERT_ERR(st, KILN_STATUS_UNAVAILABLE, want);
+  }
+  kiln_model_free(m);
+  kiln_runtime_free(rt);
+  free(path);
+}
+
+/* On a device below compute capability 12.0, cuda-cc120's probe reports it
+ * (with the note) and open() refuses unless allow_lower_cc = true. */
+static void test_cc120_lower_cc(void **state) {
+  kiln_plugin_registry *r;
+  KT_ASSERT_OK(kiln_plugin_registry_new(getenv("KILN_PLUGIN_PATH"), &r));
+  kiln_plugin *p;
+  KT_ASSERT_OK(kiln_plugin_registry_get(r, "cuda-cc120", &p));
+  kiln_probe_info info;
+  KT_ASSERT_OK(kiln_plugin_probe(p, &info));
+  kiln_plugin_registry_free(r);
+  if (!info.available || !strstr(info.detail, "is below 12.0")) {
+    printf("no device below compute capability 12.0 here: %s\n",
+           info.available ? info.detail : info.reason);
+    skip();
+  }
+  assert_non_null(strstr(info.detail, "open() refuses unless [cuda-cc120] allow_lower_cc = true"));
+  char *path = kt_model_path("stories260K.gguf");
+  if (!path) skip();
+  kiln_model *m;
+  KT_ASSERT_OK(kiln_model_open(path, &m));
+  for (int allow = 0; allow < 2; allow++) {
+    kiln_config_override ov[] = {{"cuda-cc120", "allow_lower_cc", allow ? "true" : "false", "t"}};
+    kiln_runtime *rt;
+    KT_ASSERT_OK(kiln_runtime_open(&(kiln_runtime_options){NULL, true, ov, 1}, &rt));
+    kiln_session *s = NULL;
+    kiln_session_options so = {.backend = "cuda-cc120", .n_ctx = 64, .batch = 8};
+    kiln_status st = kiln_session_open(rt, m, &so, &s);
+    printf("cuda-cc120 with allow_lower_cc = %s: %s\n", allow ? "true" : "false",
+           st ? kiln_status_message(st) : "opened");
+    if (allow) {
+      KT_ASSERT_OK(st);
+      kiln_session_free(s);
+    } else {
+      KT_ASSERT_ERR(st, KILN_STATUS_UNAVAILABLE,
+                    "is below 12.0 (set [cuda-cc120] allow_lower_cc = true to test it anyway)");
+    }
+    kiln_runtime_free(rt);
+  }
+  kiln_model_free(m);
+  free(path);
+}
+
+static void test_config_keys(void **state) {
+  kiln_runtime *rt = NULL;
+  /* valid values of every key */
+  kiln_config_override ok[] = {{"cuda-serial", "device", "0", "test"},
+                               {"cuda-serial", "poison", "255", "test"},
+                               {"cuda-batched", "gemm", "tf32", "test"},
+                               {"cuda-batched", "gemm_scratch_mib", "64", "test"},
+                               {"cuda-cc120", "allow_lower_cc", "true", "test"},
+                               {"cuda-cc120", "gemm", "bf16", "test"}};
+  KT_ASSERT_OK(kiln_runtime_open(&(kiln_runtime_options){NULL, true, ok, 6}, &rt));
+  kiln_runtime_free(rt);
+  kiln_config_override bad_gemm[] = {{"cuda-batched", "gemm", "f16", "--gemm"}};
+  KT_ASSERT_ERR(kiln_runtime_open(&(kiln_runtime_options){NULL, true, bad_gemm, 1}, &rt),
+                KILN_STATUS_INVALID_ARGUMENT, "f16");
+  kiln_config_override bad_key[] = {{"cuda-serial", "allow_lower_cc", "true", "--x"}};
+  kiln_status st = kiln_runtime_open(&(kiln_runtime_options){NULL, true, bad_key, 1}, &rt);
+  assert_non_null(st);
+  assert_non_null(strstr(kiln_status_message(st), "allow_lower_cc"));
+  kiln_status_free(st);
+  kiln_config_override bad_poison[] = {{"cuda-cc120", "poison", "256", "--x"}};
+  st = kiln_runtime_open(&(kiln_runtime_options){NULL, true, bad_poison, 1}, &rt);
+  assert_non_null(st);
+  kiln_status_free(st);
+}
+
+static void test_conf_files(void **state) {
+  static const char *const files[] = {"cuda-serial.ini", "cuda-batched.ini", "cuda-cc120.ini"};
+  for (size_t i = 0; i < 3; i++) {
+    char path[4096];
+    snprintf(path, sizeof path, "%s/conf/%s", getenv("KILN_SRCDIR"), files[i]);
+    kiln_config_override ov[] = {
+        {"general", "plugin_path", getenv("KILN_PLUGIN_PATH"), "KILN_PLUGIN_PATH"}};
+    kiln_runtime *rt = NULL;
+    kiln_status st = kiln_runtime_open(&(kiln_runtime_options){path, false, ov, 1}, &rt);
+    if (st) fail_msg("%s: %s", path, kiln_status_message(st));
+    const kiln_config_section *b = kiln_config_section_get(kiln_runtime_config(rt), "backend");
+    assert_string_equal(kiln_config_get_str(b, "name"), names[i]);
+    kiln_runtime_free(rt);
+  }
+}
+
+/* `kiln backends` shows each plugin with its device or its reason. */
+static void test_kiln_backends(void **state) {
+  char cmd[4096];
+  snprintf(cmd, sizeof cmd, "'%s/cli/kiln' backends 2>&1", getenv("KILN_BUILDDIR"));
+  FILE *f = popen(cmd, "r");
+  assert_non_null(f);
+  char out[16384];
+  size_t n = fread(out, 1, sizeof out - 1, f);
+  out[n] = '\0';
+  assert_int_equal(pclose(f), 0);
+  fputs(out, stdout);
+  for (size_t i = 0; i < 3; i++) {
+    char *at = strstr(out, names[i]);
+    assert_non_null(at);
+    /* the block of this plugin: its lines up to the next plugin's name */
+    if (have_driver())
+      assert_true(strstr(at, "available") != NULL);
+    else
+      assert_true(strstr(at, "unavailable no NVIDIA driver (libcuda.so.1") != NULL);
+  }
+}
+
+int main(void) {
+  char probe[4096];
+  snprintf(probe, sizeof probe, "%s/kiln-cuda-serial.so",
+           getenv("KILN_PLUGIN_PATH") ? getenv("KILN_PLUGIN_PATH") : ".");
+  FILE *f = fopen(probe, "rb");
+  if (!f) {
+    printf("SKIP: %s is not built (configure found no CUDA toolkit)\n", probe);
+    return 77;
+  }
+  fclose(f);
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_load_and_probe),
+      cmocka_unit_test(test_plan_unavailable),
+      cmocka_unit_test(test_cc120_lower_cc),
+      cmocka_unit_test(test_config_keys),
+      cmocka_unit_test(test_conf_files),
+      cmocka_unit_test(test_kiln_backends),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}

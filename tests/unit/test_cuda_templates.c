@@ -1,0 +1,267 @@
+/* Every CUDA kernel template compiles with NVRTC (no GPU needed) for
+ * sm_90, sm_120 and sm_121, through the same node -> descriptor functions
+ * the backends' prepare() uses, for representative nodes: stories260K's
+ * shapes (llama, head_dim 8, GQA 8/4), Qwen2.5-7B's (3584 wide, head_dim
+ * 128, NEOX, θ = 1e6, biases) and every weight type; each with the launch
+ * shapes of all three CUDA flavors. Each kernel's PTX must name its entry
+ * and target the descriptor's exact arch. The describe step refuses what
+ * the kernels cannot run, naming the node. */
+#include "config.h"
+
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "kcache_testhost.h"
+#include "kernel_templates.h"
+#include "nvrtc_compile.h"
+#include "op_describe.h"
+#include "rmsnorm_describe.h"
+#include "testutil.h"
+
+static const char *const archs[] = {"sm_90", "sm_120", "sm_121"};
+
+static const kiln_type all_types[] = {KILN_TYPE_F32,  KILN_TYPE_F16,  KILN_TYPE_BF16,
+                                      KILN_TYPE_Q4_0, KILN_TYPE_Q5_0, KILN_TYPE_Q8_0,
+                                      KILN_TYPE_Q4_K, KILN_TYPE_Q6_K};
+
+typedef struct shape {
+  const char *name;
+  int64_t n_embd, n_ff, head_dim, n_head, n_head_kv, n_rot, n_vocab;
+  kiln_rope_mode mode;
+  float theta, eps;
+} shape;
+
+static const shape shapes[] = {
+    {"stories260K", 64, 172, 8, 8, 4, 8, 512, KILN_ROPE_NORM, 10000.0f, 1e-5f},
+    {"qwen2.5-7b", 3584, 18944, 128, 28, 4, 128, 152064, KILN_ROPE_NEOX, 1000000.0f, 1e-6f},
+};
+
+/* Tensors for one shape: activations of capacity 8, a KV cache of 64. */
+typedef struct nodes {
+  kiln_tensor tok, emb, x, norm_w, h, wq, bq, q, qr, kc, vc, att, ff_w, ff, ff2;
+  kiln_node get_rows, rms_norm, mm_q, rope, attn, swiglu, add, mm_ff;
+} nodes;
+
+static kiln_tensor tensor(int32_t id, kiln_type type, kiln_tensor_role role, int64_t ne0,
+                          int64_t ne1, const char *name) {
+  kiln_tensor t;
+  memset(&t, 0, sizeof t);
+  t.id = id;
+  t.type = type;
+  t.role = role;
+  t.n_dims = 2;
+  t.ne[0] = ne0;
+  t.ne[1] = ne1;
+  t.ne[2] = t.ne[3] = 1;
+  int64_t rb = kiln_type_row_bytes(type, ne0);
+  t.nbytes = rb > 0 ? (uint64_t)rb * (uint64_t)ne1 : 0;
+  snprintf(t.name, sizeof t.name, "%s", name);
+  return t;
+}
+
+static void node(kiln_node *n, int32_t id, kiln_op op, const char *name, kiln_tensor *s0,
+                 kiln_tensor *s1, kiln_tensor *s2, kiln_tensor *dst) {
+  memset(n, 0, sizeof *n);
+  n->id = id;
+  n->op = op;
+  n->src[0] = s0;
+  n->src[1] = s1;
+  n->src[2] = s2;
+  n->dst = dst;
+  snprintf(n->name, sizeof n->name, "%s", name);
+}
+
+static void build(nodes *g, const shape *s, kiln_type wt) {
+  const int64_t qw = s->head_dim * s->n_head, kvw = s->head_dim * s->n_head_kv;
+  memset(g, 0, sizeof *g);
+  g->tok = tensor(0, KILN_TYPE_I32, KILN_ROLE_INPUT, 8, 1, "tokens");
+  g->emb = tensor(1, wt, KILN_ROLE_WEIGHT, s->n_embd, s->n_vocab, "token_embd.weight");
+  g->x = tensor(2, KILN_TYPE_F32, KILN_ROLE_ACTIVATION, s->n_embd, 8, "inp_embd");
+  g->norm_w = tensor(3, KILN_TYPE_F32, KILN_ROLE_WEIGHT, s->n_embd, 1, "blk.0.attn_norm.weight");
+  g->h = tensor(4, KILN_TYPE_F32, KILN_ROLE_ACTIVATION, s->n_embd, 8, "blk.0.attn_norm");
+  g->wq = tensor(5, wt, KILN_ROLE_WEIGHT, s->n_embd, qw, "blk.0.attn_q.weight");
+  g->bq = tensor(6, KILN_TYPE_F32, KILN_ROLE_WEIGHT, qw, 1, "blk.0.attn_q.bias");
+  g->q = tensor(7, KILN_TYPE_F32, KILN_ROLE_ACTIVATION, qw, 8, "blk.0.attn_q");
+  g->qr = tensor(8, KILN_TYPE_F32, KILN_ROLE_ACTIVATION, qw, 8, "blk.0.rope_q");
+  g->kc = tensor(9, KILN_TYPE_F32, KILN_ROLE_STATE, kvw, 64, "blk.0.cache_k");
+  g->vc = tensor(10, KILN_TYPE_F32, KILN_ROLE_STATE, kvw, 64, "blk.0.cache_v");
+  g->att = tensor(11, KILN_TYPE_F32, KILN_ROLE_ACTIVATION, qw, 8, "blk.0.attn");
+  g->ff_w = tensor(12, wt, KILN_ROLE_WEIGHT, s->n_ff, s->n_embd, "blk.0.ffn_down.weight");
+  g->ff = tensor(13, KILN_TYPE_F32, KILN_ROLE_ACTIVATION, s->n_ff, 8, "blk.0.ffn_swiglu");
+  g->ff2 = tensor(14, KILN_TYPE_F32, KILN_ROLE_ACTIVATION, s->n_ff, 8, "blk.0.ffn_up");
+  node(&g->get_rows, 0, KILN_OP_GET_ROWS, "inp_embd", &g->emb, &g->tok, NULL, &g->x);
+  node(&g->rms_norm, 1, KILN_OP_RMS_NORM, "blk.0.attn_norm", &g->x, &g->norm_w, NULL, &g->h);
+  g->rms_norm.p.rms_norm.eps = s->eps;
+  node(&g->mm_q, 2, KILN_OP_MUL_MAT, "blk.0.attn_q", &g->wq, &g->h, &g->bq, &g->q);
+  node(&g->rope, 3, KILN_OP_ROPE, "blk.0.rope_q", &g->q, NULL, NULL, &g->qr);
+  g->rope.p.rope = (kiln_rope_params){s->mode, (int32_t)s->n_rot, (int32_t)s->head_dim,
+                                      (int32_t)s->n_head, s->theta};
+  node(&g->attn, 4, KILN_OP_ATTENTION, "blk.0.attn", &g->qr, &g->kc, &g->vc, &g->att);
+  g->attn.p.attention =
+      (kiln_attention_params){(int32_t)s->n_head, (int32_t)s->n_head_kv, (int32_t)s->head_dim,
+                              (float)(1.0 / __builtin_sqrt((double)s->head_dim))};
+  node(&g->swiglu, 5, KILN_OP_SWIGLU, "blk.0.ffn_swiglu", &g->ff2, &g->ff2, NULL, &g->ff);
+  node(&g->add, 6, KILN_OP_ADD, "blk.0.attn_residual", &g->x, &g->h, NULL, &g->x);
+  node(&g->mm_ff, 7, KILN_OP_MUL_MAT, "blk.0.ffn_down", &g->ff_w, &g->ff, NULL, &g->x);
+}
+
+static unsigned n_checked;
+
+/* Resolves d and checks its PTX: entry, exact target, the arch line. */
+static void check_kernel(kiln_kdesc *d, const kiln_node *nd, const char *arch) {
+  kiln_kernel *k = NULL;
+  KT_ASSERT_OK(kiln_cuda_kernel_get(kt_kcache_host(), d, nd, &k));
+  const char *ptx = k->image;
+  char want[96];
+  snprintf(want, sizeof want, ".entry %s(", k->entry);
+  if (k->image_kind != KILN_KIMAGE_PTX || k->image_size < 100 || !strstr(ptx, want))
+    fail_msg("%s for node %s (%s): no PTX entry %s", k->template_name, nd->name, arch, k->entry);
+  snprintf(want, sizeof want, ".target %s", arch);
+  if (!strstr(ptx, want)) fail_msg("%s (%s): PTX lacks \"%s\"", k->template_name, arch, want);
+  snprintf(want, sizeof want, "\narch %s\n", arch);
+  if (!strstr(k->canonical, want))
+    fail_msg("%s (%s): descriptor lacks \"arch %s\"", k->template_name, arch, arch);
+  n_checked++;
+}
+
+static void compile_all(kiln_kcompiler *c, const char *arch) {
+  const kiln_host_api *h = kt_kcache_host();
+  static const kiln_cuda_rmsnorm_variant variants[] = {
+      KILN_CUDA_RMSNORM_ROW_VEC, KILN_CUDA_RMSNORM_ROWS, KILN_CUDA_RMSNORM_ROW_CC12};
+  static const uint32_t rows_per_block[] = {4, 2}; /* cuda-serial/batched, cuda-cc120 */
+  static const uint32_t warps[] = {4, 2};
+  for (size_t si = 0; si < sizeof shapes / sizeof shapes[0]; si++)
+    for (size_t ti = 0; ti < sizeof all_types / sizeof all_types[0]; ti++) {
+      /* stories260K's rows (64, 172) are too short for the K-quants */
+      int64_t bs = kiln_type_block_size(all_types[ti]);
+      if (shapes[si].n_embd % bs || shapes[si].n_ff % bs) continue;
+      nodes *g = malloc(sizeof *g);
+      build(g, &shapes[si], all_types[ti]);
+      kiln_kdesc *d;
+      KT_ASSERT_OK(kiln_cuda_get_rows_describe(h, c, &g->get_rows, 256, &d));
+      check_kernel(d, &g->get_rows, arch);
+      for (int f = 0; f < 2; f++) {
+        KT_ASSERT_OK(kiln_cuda_matvec_describe(h, c, &g->mm_q, rows_per_block[f], &d));
+        check_kernel(d, &g->mm_q, arch);
+        KT_ASSERT_OK(kiln_cuda_matvec_describe(h, c, &g->mm_ff, rows_per_block[f], &d));
+        check_kernel(d, &g->mm_ff, arch);
+      }
+      if (all_types[ti] != KILN_TYPE_F32) {
+        KT_ASSERT_OK(kiln_cuda_dequant_describe(h, c, &g->mm_q, 256, &d));
+        check_kernel(d, &g->mm_q, arch);
+      }
+      if (ti == 0) { /* the type-independent kernels once per shape */
+        KT_ASSERT_OK(kiln_cuda_bias_describe(h, c, &g->mm_q, 256, &d));
+        check_kernel(d, &g->mm_q, arch);
+        for (size_t v = 0; v < 3; v++) {
+          KT_ASSERT_OK(kiln_cuda_rmsnorm_describe(h, c, variants[v], &g->rms_norm, &d, NULL));
+          check_kernel(d, &g->rms_norm, arch);
+        }
+        KT_ASSERT_OK(kiln_cuda_rope_describe(h, c, &g->rope, 128, &d));
+        check_kernel(d, &g->rope, arch);
+        for (int f = 0; f < 2; f++) {
+          KT_ASSERT_OK(kiln_cuda_attention_describe(h, c, &g->attn, warps[f], &d));
+          check_kernel(d, &g->attn, arch);
+        }
+        KT_ASSERT_OK(kiln_cuda_eltwise_describe(h, c, &g->swiglu, 256, &d));
+        check_kernel(d, &g->swiglu, arch);
+        KT_ASSERT_OK(kiln_cuda_eltwise_describe(h, c, &g->add, 256, &d));
+        check_kernel(d, &g->add, arch);
+      }
+      free(g);
+    }
+}
+
+static void test_every_template_every_arch(void **state) {
+  for (size_t a = 0; a < sizeof archs / sizeof archs[0]; a++) {
+    kiln_kcache *kc = kt_kcache_open(NULL, NULL);
+    kiln_nvrtc nv;
+    kiln_kcompiler *c = NULL;
+    KT_ASSERT_OK(kiln_cuda_templates_register(kt_kcache_host(), kc));
+    KT_ASSERT_OK(kiln_nvrtc_register(&nv, kt_kcache_host(), kc, archs[a], &c));
+    unsigned before = n_checked;
+    compile_all(c, archs[a]);
+    kiln_kcache_stats st;
+    kiln_kcache_get_stats(kc, &st);
+    printf("%s: %u kernels checked, %llu compiled (NVRTC %s)\n", archs[a], n_checked - before,
+           (unsigned long long)st.compiles, nv.version);
+    /* every registered template was compiled at least once */
+    assert_true(st.compiles >= kiln_cuda_n_templates);
+    kiln_kcache_close(kc);
+  }
+}
+
+/* The describe step refuses what the kernels cannot run, naming the node. */
+static void test_describe_refuses(void **state) {
+  const kiln_host_api *h = kt_kcache_host();
+  kiln_kcache *kc = kt_kcache_open(NULL, NULL);
+  kiln_nvrtc nv;
+  kiln_kcompiler *c = NULL;
+  KT_ASSERT_OK(kiln_cuda_templates_register(h, kc));
+  KT_ASSERT_OK(kiln_nvrtc_register(&nv, h, kc, "sm_90", &c));
+  nodes *g = malloc(sizeof *g);
+  kiln_kdesc *d = NULL;
+  /* K = 2176 is not a whole number of Q4_K blocks */
+  shape s = shapes[1];
+  s.n_ff = 2176;
+  build(g, &s, KILN_TYPE_Q4_K);
+  g->ff_w.nbytes = 1u << 30;
+  KT_ASSERT_ERR(kiln_cuda_matvec_describe(h, c, &g->mm_ff, 4, &d), KILN_STATUS_INVALID_ARGUMENT,
+                "mul_mat node 'blk.0.ffn_down': weight src0 'blk.0.ffn_down.weight': row length "
+                "2176 is not a whole number of Q4_K blocks");
+  build(g, &shapes[1], KILN_TYPE_Q8_0);
+  g->attn.p.attention.head_dim = 512;
+  KT_ASSERT_ERR(kiln_cuda_attention_describe(h, c, &g->attn, 4, &d), KILN_STATUS_UNSUPPORTED,
+                "head_dim 512");
+  build(g, &shapes[1], KILN_TYPE_Q8_0);
+  g->rope.p.rope.mode = (kiln_rope_mode)1;
+  KT_ASSERT_ERR(kiln_cuda_rope_describe(h, c, &g->rope, 128, &d), KILN_STATUS_UNSUPPORTED,
+                "rope node 'blk.0.rope_q': rope mode 1");
+  build(g, &shapes[1], KILN_TYPE_Q8_0);
+  g->rope.p.rope.n_rot = 130;
+  KT_ASSERT_ERR(kiln_cuda_rope_describe(h, c, &g->rope, 128, &d), KILN_STATUS_INVALID_ARGUMENT,
+                "n_rot 130");
+  build(g, &shapes[1], KILN_TYPE_Q8_0);
+  g->attn.p.attention.n_head_kv = 5;
+  KT_ASSERT_ERR(kiln_cuda_attention_describe(h, c, &g->attn, 4, &d), KILN_STATUS_INVALID_ARGUMENT,
+                "n_head a multiple of n_head_kv");
+  build(g, &shapes[1], KILN_TYPE_Q8_0);
+  g->emb.type = (kiln_type)3; /* ggml's Q4_1: not read by kiln */
+  KT_ASSERT_ERR(kiln_cuda_get_rows_describe(h, c, &g->get_rows, 256, &d), KILN_STATUS_UNSUPPORTED,
+                "id 3");
+  build(g, &shapes[1], KILN_TYPE_Q8_0);
+  KT_ASSERT_ERR(kiln_cuda_bias_describe(h, c, &g->mm_ff, 256, &d), KILN_STATUS_INVALID_ARGUMENT,
+                "has no bias");
+  KT_ASSERT_ERR(kiln_cuda_matvec_describe(h, c, &g->mm_q, 33, &d), KILN_STATUS_INVALID_ARGUMENT,
+                "rows_per_block 33");
+  /* The descriptor carries the node's θ and scale bit-exactly. */
+  KT_ASSERT_OK(kiln_cuda_rope_describe(h, c, &g->rope, 128, &d));
+  char *canon = NULL;
+  KT_ASSERT_OK(kiln_kdesc_canonical(d, &canon));
+  assert_non_null(strstr(canon, "param theta f32 0x49742400\n")); /* 1e6 */
+  assert_non_null(strstr(canon, "param mode str NEOX\n"));
+  free(canon);
+  h->kdesc_free(d);
+  KT_ASSERT_OK(kiln_cuda_attention_describe(h, c, &g->attn, 4, &d));
+  KT_ASSERT_OK(kiln_kdesc_canonical(d, &canon));
+  assert_non_null(strstr(canon, "param scale f32 0x3db504f3\n")); /* 1/sqrt(128) */
+  free(canon);
+  h->kdesc_free(d);
+  free(g);
+  kiln_kcache_close(kc);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_every_template_every_arch),
+      cmocka_unit_test(test_describe_refuses),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,26 @@
+#!/bin/bash
+# Lays out <repo>/.device for the GPU machine (../shared/device/README.md
+# has the machine's facts): the release tarball, the Debian packages the
+# build needs there, the test models, and on-device-gpu.sh.
+#
+# Run it from a configured build tree of this repository (in-tree or
+# VPATH, e.g. /work/build-cuda); the folder it fills is the repository's
+# .device (git-ignored; name it in the run tool's carry), or $DEVICE_DIR.
+# Unlike ../shared/device/prepare.sh it needs no .git in the current
+# folder, so it works from a VPATH build.
+set -euo pipefail
+src=$(cd "$(dirname "$0")/../.." && pwd)
+out=${DEVICE_DIR:-$src/.device}
+shared=${SHARED_DIR:-$src/../shared}
+debs="libinih1 libinih-dev libcmocka0 libcmocka-dev libxxhash0 libxxhash-dev libpcre2-dev \
+libpcre2-8-0 ${DEVICE_DEBS:-}"
+[ -f Makefile ] || { echo "run this in a configured build tree of $src"; exit 1; }
+rm -rf "$out" && mkdir -p "$out/debs"
+(cd "$out/debs" && apt-get download $debs >/dev/null 2>&1) ||
+  { echo "apt-get download failed (run apt-get update once)"; exit 1; }
+mkdir -p "$out/shared" && cp -r "$shared/models" "$shared/tokenizers" "$out/shared/"
+rm -f ./kiln-*.tar.gz
+make dist >/dev/null
+mv ./kiln-*.tar.gz "$out/"
+cp "$src/tools/device/on-device-gpu.sh" "$out/"
+du -sh "$out"; ls "$out"
