@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "cli.h"
@@ -21,24 +22,20 @@ bool cli_override(cli_common *c, const char *section, const char *key, const cha
 }
 
 /* When this binary is the one in the build tree (not installed), the
- * plugins built beside it are found without configuration. */
-static void add_build_plugins(cli_common *c) {
+ * plugins built beside it are found without configuration: searched after
+ * whatever the configuration and KILN_PLUGIN_PATH name. */
+static const char *build_plugins(void) {
   char exe[PATH_MAX];
   ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
-  if (n <= 0) return;
+  if (n <= 0) return NULL;
   exe[n] = 0;
   size_t b = strlen(KILN_ABS_BUILDDIR);
-  if (strncmp(exe, KILN_ABS_BUILDDIR, b) != 0 || exe[b] != '/') return;
-  static char path[PATH_MAX * 2];
-  const char *env = getenv("KILN_PLUGIN_PATH");
-  snprintf(path, sizeof path, "%s%s%s/.libs", env && *env ? env : "", env && *env ? ":" : "",
-           KILN_ABS_BUILDDIR);
-  setenv("KILN_PLUGIN_PATH", path, 1);
+  if (strncmp(exe, KILN_ABS_BUILDDIR, b) != 0 || exe[b] != '/') return NULL;
+  return KILN_ABS_BUILDDIR "/.libs";
 }
 
 kiln_status cli_runtime_open(cli_common *c, kiln_runtime **out_runtime) {
-  add_build_plugins(c);
-  kiln_runtime_options opt = {c->config_path, true, c->overrides, c->n_overrides};
+  kiln_runtime_options opt = {c->config_path, true, c->overrides, c->n_overrides, build_plugins()};
   return kiln_runtime_open(&opt, out_runtime);
 }
 
@@ -48,29 +45,33 @@ int cli_fail(const char *cmd, kiln_status st) {
   return 1;
 }
 
+/* A prompt file larger than this is refused: no context holds it, and a
+ * device like /dev/zero must not eat the machine's memory. */
+#define CLI_MAX_PROMPT_BYTES (64u << 20)
+
 kiln_status cli_read_file(const char *path, char **out_text, size_t *out_len) {
   *out_text = NULL;
   FILE *f = fopen(path, "rb");
   if (!f) return kiln_status_new(KILN_STATUS_NOT_FOUND, "%s: %s", path, strerror(errno));
-  size_t cap = 4096, len = 0;
-  char *buf = malloc(cap);
-  size_t got;
-  while (buf && (got = fread(buf + len, 1, cap - len - 1, f)) > 0) {
-    len += got;
-    if (cap - len - 1 == 0) {
-      char *g = realloc(buf, cap * 2);
-      if (!g) {
-        free(buf);
-        buf = NULL;
-        break;
-      }
-      buf = g;
-      cap *= 2;
-    }
+  struct stat sb;
+  if (fstat(fileno(f), &sb) != 0 || !S_ISREG(sb.st_mode)) {
+    fclose(f);
+    return kiln_status_new(KILN_STATUS_INVALID_ARGUMENT, "%s: not a regular file", path);
   }
+  if ((uint64_t)sb.st_size > CLI_MAX_PROMPT_BYTES) {
+    fclose(f);
+    return kiln_status_new(KILN_STATUS_OUT_OF_RANGE, "%s: %lld bytes; a prompt file may hold at most %u MiB", path,
+                           (long long)sb.st_size, CLI_MAX_PROMPT_BYTES >> 20);
+  }
+  size_t cap = (size_t)sb.st_size + 1;
+  char *buf = malloc(cap);
+  if (!buf) {
+    fclose(f);
+    return kiln_status_new(KILN_STATUS_NO_MEMORY, "%s: reading", path);
+  }
+  size_t len = fread(buf, 1, cap - 1, f);
   bool err = ferror(f);
   fclose(f);
-  if (!buf) return kiln_status_new(KILN_STATUS_NO_MEMORY, "%s: reading", path);
   if (err) {
     free(buf);
     return kiln_status_new(KILN_STATUS_IO, "%s: read error", path);

@@ -64,6 +64,10 @@ int cmd_backends(int argc, char **argv) {
       return 2;
     }
   }
+  if (optind != argc) {
+    fprintf(stderr, "kiln backends: unexpected argument \"%s\"\n", argv[optind]);
+    return 2;
+  }
   kiln_runtime *rt;
   kiln_status st = cli_runtime_open(&cc, &rt);
   if (st) return cli_fail("backends", st);

@@ -1,6 +1,7 @@
 /* kiln bench: prefill and decode throughput of a backend on a model. */
 #include "config.h"
 
+#include <errno.h>
 #include <getopt.h>
 #include <math.h>
 #include <stdio.h>
@@ -22,6 +23,19 @@ static void usage(FILE *out) {
         "  --batch N    prefill micro-batch ([backend] batch)\n"
         "  --csv        one CSV line per repetition instead of the summary\n",
         out);
+}
+
+/* A whole number in [lo, hi] or a message and false. */
+static bool int_arg(const char *flag, const char *a, long lo, long hi, int32_t *out) {
+  char *end;
+  errno = 0;
+  long v = strtol(a, &end, 10);
+  if (errno || end == a || *end || v < lo || v > hi) {
+    fprintf(stderr, "kiln bench: %s %s: expected a whole number in [%ld, %ld]\n", flag, a, lo, hi);
+    return false;
+  }
+  *out = (int32_t)v;
+  return true;
 }
 
 static double now(void) {
@@ -60,25 +74,26 @@ int cmd_bench(int argc, char **argv) {
       {"help", no_argument, 0, 'h'},         {0, 0, 0, 0}};
   cli_common cc = {0};
   int32_t n_prompt = 128, n_gen = 64, reps = 5;
-  bool csv = false;
+  bool csv = false, ok = true;
   int opt;
   optind = 1;
-  while ((opt = getopt_long(argc, argv, "m:b:p:n:r:c:h", longopts, NULL)) != -1) {
+  while (ok && (opt = getopt_long(argc, argv, "m:b:p:n:r:c:h", longopts, NULL)) != -1) {
     switch (opt) {
     case 'm': cli_override(&cc, "model", "path", optarg, "--model"); break;
     case 'b': cli_override(&cc, "backend", "name", optarg, "--backend"); break;
     case 'B': cli_override(&cc, "backend", "batch", optarg, "--batch"); break;
-    case 'p': n_prompt = atoi(optarg); break;
-    case 'n': n_gen = atoi(optarg); break;
-    case 'r': reps = atoi(optarg); break;
+    case 'p': ok = int_arg("-p", optarg, 1, 1 << 20, &n_prompt); break;
+    case 'n': ok = int_arg("-n", optarg, 0, 1 << 20, &n_gen); break;
+    case 'r': ok = int_arg("-r", optarg, 1, 1000, &reps); break;
     case 'c': cc.config_path = optarg; break;
     case 'C': csv = true; break;
     case 'h': usage(stdout); return 0;
     default: usage(stderr); return 2;
     }
   }
-  if (n_prompt < 1 || n_gen < 0 || reps < 1 || reps > 1000 || optind != argc) {
-    usage(stderr);
+  if (!ok) return 2;
+  if (optind != argc) {
+    fprintf(stderr, "kiln bench: unexpected argument \"%s\"\n", argv[optind]);
     return 2;
   }
   kiln_runtime *rt = NULL;
@@ -93,6 +108,9 @@ int cmd_bench(int argc, char **argv) {
   if (!st && !model_path) st = kiln_status_new(KILN_STATUS_INVALID_ARGUMENT, "no model: give -m MODEL");
   if (!st) st = kiln_model_open(model_path, &m);
   int32_t n_vocab = m ? (int32_t)kiln_model_hparams(m)->n_vocab : 0;
+  if (!st && (int64_t)n_prompt + n_gen > (int64_t)kiln_model_hparams(m)->n_ctx_train)
+    st = kiln_status_new(KILN_STATUS_OUT_OF_RANGE, "-p %d + -n %d exceed the %u positions %s was trained for", n_prompt,
+                         n_gen, kiln_model_hparams(m)->n_ctx_train, model_path);
   kiln_session_options so = {.n_ctx = n_prompt + n_gen, .fallback_cpu = -1};
   if (!st) st = kiln_session_open(rt, m, &so, &s);
   if (!st) {
@@ -101,6 +119,7 @@ int cmd_bench(int argc, char **argv) {
     if (!ids || !logits || !pre || !dec) st = kiln_status_new(KILN_STATUS_NO_MEMORY, "bench");
   }
   for (int32_t i = 0; !st && i < n_prompt; i++) ids[i] = (int32_t)((1 + (int64_t)i * 7919) % n_vocab);
+  /* (the same ids bench/kiln_vs_llamacpp.py gives llama.cpp) */
   double w0, w1;
   if (!st) st = one_run(s, ids, n_prompt, n_gen, n_vocab, logits, &w0, &w1); /* warm-up */
   for (int32_t r = 0; !st && r < reps; r++) st = one_run(s, ids, n_prompt, n_gen, n_vocab, logits, &pre[r], &dec[r]);

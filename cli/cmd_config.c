@@ -40,7 +40,7 @@ int cmd_config(int argc, char **argv) {
                                            {"help", no_argument, 0, 'h'},
                                            {0, 0, 0, 0}};
   cli_common cc = {0};
-  int mode = 'k';
+  int mode = 0;
   bool help = false;
   int opt;
   optind = 1;
@@ -48,10 +48,20 @@ int cmd_config(int argc, char **argv) {
     switch (opt) {
     case 'c': cc.config_path = optarg; break;
     case 'b': cli_override(&cc, "backend", "name", optarg, "--backend"); break;
-    case 'k': case 's': mode = opt; break;
+    case 'k': case 's':
+      if (mode && mode != opt) {
+        fprintf(stderr, "kiln config: --keys and --show: one at a time\n");
+        return 2;
+      }
+      mode = opt;
+      break;
     case 'h': help = true; break;
     default: usage(stderr); return 2;
     }
+  }
+  if (optind != argc) {
+    fprintf(stderr, "kiln config: unexpected argument \"%s\"\n", argv[optind]);
+    return 2;
   }
   kiln_runtime *rt;
   kiln_status st = cli_runtime_open(&cc, &rt);

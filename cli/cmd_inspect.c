@@ -86,6 +86,7 @@ int cmd_inspect(int argc, char **argv) {
     }
   }
   if (optind + 1 != argc) {
+    fprintf(stderr, "kiln inspect: %s\n", optind == argc ? "give one MODEL.gguf" : "one model at a time");
     usage(stderr);
     return 2;
   }

@@ -23,7 +23,9 @@ static void usage(FILE *out) {
         "  --ref B[:f64]         reference backend; :f64 sets [cpu] precision = f64 for it\n"
         "  --test B[:f64]        backend under test\n"
         "  -p, --prompt TEXT     the prompt;  -f FILE reads it from a file\n"
-        "      --chat            render the model's chat template (special tokens only in the template)\n"
+        "      --chat            the prompt through the model's chat template, as kiln run --chat:\n"
+        "                        rendered around it, or taken as is when it already starts with\n"
+        "                        the template's markers (which are then special tokens)\n"
         "      --per-op          compare every node, not just the logits\n"
         "      --all             print every position, not just each node's worst\n"
         "      --csv FILE        every (node, position) row as CSV\n"
@@ -56,12 +58,13 @@ static bool parse_side(const char *arg, char *name, size_t cap, kiln_parity_side
   return true;
 }
 
-static bool num(const char *flag, const char *a, double *out) {
+/* A number in (0, hi]; whole numbers only when `whole`. */
+static bool num(const char *flag, const char *a, double hi, bool whole, double *out) {
   char *end;
   errno = 0;
   *out = strtod(a, &end);
-  if (errno || end == a || *end || !(*out > 0)) {
-    fprintf(stderr, "kiln parity: %s %s: expected a positive number\n", flag, a);
+  if (errno || end == a || *end || !(*out > 0) || *out > hi || (whole && *out != (double)(long)*out)) {
+    fprintf(stderr, "kiln parity: %s %s: expected a %s in (0, %g]\n", flag, a, whole ? "whole number" : "number", hi);
     return false;
   }
   return true;
@@ -94,26 +97,30 @@ int cmd_parity(int argc, char **argv) {
     case 'p': prompt = optarg; break;
     case 'f': prompt_file = optarg; break;
     case 'c': cc.config_path = optarg; break;
-    case O_REF: ok = have_ref = parse_side(optarg, ref_name, sizeof ref_name, &o.ref, &ref_ov); break;
-    case O_TEST: ok = have_test = parse_side(optarg, test_name, sizeof test_name, &o.test, &test_ov); break;
+    case O_REF:
+    case O_TEST:
+      ok = parse_side(optarg, opt == O_REF ? ref_name : test_name, sizeof ref_name, opt == O_REF ? &o.ref : &o.test,
+                      opt == O_REF ? &ref_ov : &test_ov);
+      if (!ok) fprintf(stderr, "kiln parity: %s %s: a backend is NAME, or cpu:f64 / cpu:f32\n",
+                       opt == O_REF ? "--ref" : "--test", optarg);
+      if (opt == O_REF) have_ref = ok;
+      else have_test = ok;
+      break;
     case O_PER_OP: o.per_op = true; break;
     case O_ALL: all = true; break;
     case O_CSV: csv = optarg; break;
     case O_PLOT: plot = optarg; break;
-    case O_REL: ok = num("--max-rel-l2", optarg, &o.max_rel_l2); break;
-    case O_NORM: ok = num("--max-norm-dev", optarg, &o.max_norm_dev); break;
-    case O_COS: ok = num("--min-cos", optarg, &o.min_cos); break;
-    case O_EPS: ok = num("--test-eps", optarg, &v); o.test.eps_override = (float)v; break;
+    case O_REL: ok = num("--max-rel-l2", optarg, 1e300, false, &o.max_rel_l2); break;
+    case O_NORM: ok = num("--max-norm-dev", optarg, 1e300, false, &o.max_norm_dev); break;
+    case O_COS: ok = num("--min-cos", optarg, 1.0, false, &o.min_cos); break;
+    case O_EPS: ok = num("--test-eps", optarg, 1.0, false, &v); o.test.eps_override = (float)v; break;
     case O_CHAT: chat = true; break;
-    case O_BATCH: ok = num("--batch", optarg, &v); o.batch = (int32_t)v; break;
+    case O_BATCH: ok = num("--batch", optarg, 4096, true, &v); o.batch = (int32_t)v; break;
     case 'h': usage(stdout); return 0;
     default: usage(stderr); return 2;
     }
   }
-  if (!ok) {
-    fprintf(stderr, "kiln parity: bad option (a backend is NAME or cpu:f64 / cpu:f32)\n");
-    return 2;
-  }
+  if (!ok) return 2;
   if (!have_ref || !have_test || !prompt == !prompt_file || optind != argc) {
     usage(stderr);
     return 2;
@@ -135,17 +142,10 @@ int cmd_parity(int argc, char **argv) {
     prompt = text;
   }
   const kiln_vocab *voc = m ? kiln_model_vocab(m) : NULL;
-  if (!st && chat) {
-    kiln_chat_kind kind;
-    st = kiln_chat_detect(kiln_model_chat_template(m), &kind);
-    if (!st && kind == KILN_CHAT_NONE) st = kiln_status_new(KILN_STATUS_UNSUPPORTED, "the model has no chat template");
-    kiln_chat_message msg = {"user", prompt};
-    if (!st) st = kiln_chat_tokenize(voc, kind, &msg, 1, true, &ids, &n_ids, NULL);
-  } else if (!st) {
-    st = kiln_tokenize(voc, prompt, strlen(prompt),
-                       KILN_TOKENIZE_PARSE_SPECIAL | (kiln_vocab_add_bos(voc) ? KILN_TOKENIZE_ADD_BOS : 0), &ids,
-                       &n_ids);
-  }
+  if (!st)
+    st = kiln_prompt_tokenize(voc, kiln_model_chat_template(m), prompt, prompt ? strlen(prompt) : 0, chat, NULL, &ids,
+                              &n_ids, NULL);
+  if (!st && n_ids == 0) st = kiln_status_new(KILN_STATUS_INVALID_ARGUMENT, "the prompt is empty");
   if (!st) st = kiln_parity_run(rt, m, ids, n_ids, &o, &r);
   if (!st) kiln_parity_print(r, voc, all, stdout);
   if (!st && csv) st = kiln_parity_write_csv(r, csv);

@@ -60,13 +60,24 @@ int cmd_qa(int argc, char **argv) {
     if (st) break;
     passed += r.pass;
     if (r.pass) {
-      printf("PASS [%s] %zu tokens\n", c->name, r.n_ids);
+      printf("PASS [%s] %zu tokens%s\n", c->name, r.n_ids, c->n_top ? "" : " (no logits in the case)");
     } else if (!r.prompt_ids_match) {
       printf("FAIL [%s] the prompt tokenizes differently from the reference's prompt_ids\n", c->name);
+    } else if (r.first_mismatch >= 0) {
+      size_t k = (size_t)r.first_mismatch;
+      if (k >= r.n_ids)
+        printf("FAIL [%s] kiln stopped after %zu tokens (end of text), the reference went on to %zu\n", c->name,
+               r.n_ids, c->n_ids);
+      else if (k >= c->n_ids)
+        printf("FAIL [%s] the reference stopped after %zu tokens (end of text), kiln went on (token %d)\n", c->name,
+               c->n_ids, r.ids[k]);
+      else
+        printf("FAIL [%s] token %zu: got %d, reference %d\n", c->name, k, r.ids[k], c->ids[k]);
+    } else if (!r.text_match) {
+      printf("FAIL [%s] same ids, but the text differs from the reference's\n", c->name);
     } else {
-      long k = r.first_mismatch;
-      printf("FAIL [%s] token %ld: got %d, reference %d (%zu generated, reference %zu)\n", c->name, k,
-             (size_t)k < r.n_ids ? r.ids[k] : -1, (size_t)k < c->n_ids ? c->ids[k] : -1, r.n_ids, c->n_ids);
+      printf("FAIL [%s] logits after the prompt differ from the reference's by %.2e (relative; limit %g)\n",
+             c->name, r.top_max_rel, KILN_GOLDEN_TOP_TOLERANCE);
     }
     kiln_golden_result_clear(&r);
   }

@@ -121,7 +121,7 @@ int cmd_run(int argc, char **argv) {
   const kiln_config_section *ms = cfg ? kiln_config_section_get(cfg, "model") : NULL;
   const kiln_config_section *ss = cfg ? kiln_config_section_get(cfg, "sampling") : NULL;
   const char *model_path = ms ? kiln_config_get_str(ms, "path") : NULL;
-  if (!st && !model_path)
+  if (!st && (!model_path || !*model_path))
     st = kiln_status_new(KILN_STATUS_INVALID_ARGUMENT,
                          "no model: give -m MODEL, or set [model] path in the configuration");
   if (!st) st = kiln_model_open(model_path, &model);
@@ -139,29 +139,12 @@ int cmd_run(int argc, char **argv) {
     kiln_hparams_print(kiln_model_hparams(model), stderr);
   }
   const kiln_vocab *v = model ? kiln_model_vocab(model) : NULL;
-  if (!st && system && !chat) st = kiln_status_new(KILN_STATUS_INVALID_ARGUMENT, "--system needs --chat");
-  if (!st && chat) {
-    kiln_chat_kind kind;
-    st = kiln_chat_detect(kiln_model_chat_template(model), &kind);
-    if (!st && kind == KILN_CHAT_NONE)
-      st = kiln_status_new(KILN_STATUS_UNSUPPORTED, "%s has no chat template (tokenizer.chat_template): use --raw",
-                           model_path);
-    if (!st && kiln_chat_is_templated(kind, prompt)) {
-      /* the user templated it already: special markers are theirs to use */
-      if (cc.verbose) fprintf(stderr, "prompt already holds %s markers: not wrapped again\n", kiln_chat_kind_name(kind));
-      st = kiln_tokenize(v, prompt, prompt_len,
-                         KILN_TOKENIZE_PARSE_SPECIAL | (kiln_vocab_add_bos(v) ? KILN_TOKENIZE_ADD_BOS : 0), &ids,
-                         &n_ids);
-    } else if (!st) {
-      kiln_chat_message msgs[2] = {{"system", system}, {"user", prompt}};
-      char *rendered = NULL;
-      st = kiln_chat_tokenize(v, kind, system ? msgs : msgs + 1, system ? 2 : 1, true, &ids, &n_ids,
-                              cc.verbose ? &rendered : NULL);
-      if (!st && rendered) fprintf(stderr, "%s template:\n%s\n", kiln_chat_kind_name(kind), rendered);
-      free(rendered);
-    }
-  } else if (!st) {
-    st = kiln_tokenize(v, prompt, prompt_len, kiln_vocab_add_bos(v) ? KILN_TOKENIZE_ADD_BOS : 0, &ids, &n_ids);
+  if (!st) {
+    char *rendered = NULL;
+    st = kiln_prompt_tokenize(v, kiln_model_chat_template(model), prompt, prompt_len, chat, system, &ids, &n_ids,
+                              cc.verbose && chat ? &rendered : NULL);
+    if (!st && rendered) fprintf(stderr, "prompt as templated:\n%s\n", rendered);
+    free(rendered);
   }
   if (!st && n_ids == 0) st = kiln_status_new(KILN_STATUS_INVALID_ARGUMENT, "the prompt is empty");
   if (!st) st = kiln_session_open(rt, model, NULL, &session);
@@ -206,6 +189,10 @@ int cmd_run(int argc, char **argv) {
             stats.prefill_seconds > 0 ? stats.n_prompt / stats.prefill_seconds : 0.0,
             stats.decode_seconds > 0 && stats.n_decoded ? stats.n_decoded / stats.decode_seconds : 0.0,
             stats.stopped_at_eos ? " | stopped at end of text" : "");
+    if (stats.stopped_at_ctx)
+      fprintf(stderr, "kiln run: warning: stopped after %d of %d tokens: the KV cache of %d positions is full "
+                      "(raise --ctx or [model] n_ctx)\n",
+              stats.n_generated, n_predict, kiln_session_n_ctx(session));
   }
   free(out_ids);
   free(ids);

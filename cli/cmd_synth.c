@@ -45,6 +45,19 @@ static bool num(const char *flag, const char *arg, double lo, double hi, double 
   return true;
 }
 
+/* A whole decimal number in [lo, hi]. */
+static bool whole(const char *flag, const char *arg, unsigned long long lo, unsigned long long hi, uint64_t *out) {
+  char *end;
+  errno = 0;
+  unsigned long long v = arg[0] >= '0' && arg[0] <= '9' ? strtoull(arg, &end, 10) : 0;
+  if (!(arg[0] >= '0' && arg[0] <= '9') || errno || *end || v < lo || v > hi) {
+    fprintf(stderr, "kiln synth: %s %s: expected a whole number in [%llu, %llu]\n", flag, arg, lo, hi);
+    return false;
+  }
+  *out = v;
+  return true;
+}
+
 static bool type_of(const char *name, kiln_type *out) {
   static const kiln_type types[] = {KILN_TYPE_F32,  KILN_TYPE_F16,  KILN_TYPE_BF16, KILN_TYPE_Q8_0,
                                     KILN_TYPE_Q4_0, KILN_TYPE_Q5_0, KILN_TYPE_Q4_K, KILN_TYPE_Q6_K};
@@ -91,31 +104,32 @@ int cmd_synth(int argc, char **argv) {
   kiln_synth_defaults(&o, arch);
   const char *out = NULL;
   double v;
+  uint64_t u;
   bool ok = true;
   int opt;
   optind = 1;
   while (ok && (opt = getopt_long(argc, argv, "o:h", longopts, NULL)) != -1) {
     switch (opt) {
     case O_ARCH: break;
-    case O_LAYERS: ok = num("--layers", optarg, 1, 1024, &v); o.n_layer = (uint32_t)v; break;
-    case O_EMBD: ok = num("--embd", optarg, 1, 1 << 20, &v); o.n_embd = (uint32_t)v; break;
-    case O_FF: ok = num("--ff", optarg, 1, 1 << 22, &v); o.n_ff = (uint32_t)v; break;
-    case O_HEADS: ok = num("--heads", optarg, 1, 4096, &v); o.n_head = (uint32_t)v; break;
-    case O_HEADS_KV: ok = num("--heads-kv", optarg, 1, 4096, &v); o.n_head_kv = (uint32_t)v; break;
-    case O_HEAD_DIM: ok = num("--head-dim", optarg, 1, 4096, &v); o.head_dim = (uint32_t)v; break;
-    case O_ROT: ok = num("--rot", optarg, 2, 4096, &v); o.n_rot = (uint32_t)v; break;
-    case O_CTX: ok = num("--ctx", optarg, 1, 1 << 24, &v); o.n_ctx = (uint32_t)v; break;
+    case O_LAYERS: ok = whole("--layers", optarg, 1, 1024, &u); o.n_layer = (uint32_t)u; break;
+    case O_EMBD: ok = whole("--embd", optarg, 1, 1 << 20, &u); o.n_embd = (uint32_t)u; break;
+    case O_FF: ok = whole("--ff", optarg, 1, 1 << 22, &u); o.n_ff = (uint32_t)u; break;
+    case O_HEADS: ok = whole("--heads", optarg, 1, 4096, &u); o.n_head = (uint32_t)u; break;
+    case O_HEADS_KV: ok = whole("--heads-kv", optarg, 1, 4096, &u); o.n_head_kv = (uint32_t)u; break;
+    case O_HEAD_DIM: ok = whole("--head-dim", optarg, 2, 4096, &u); o.head_dim = (uint32_t)u; break;
+    case O_ROT: ok = whole("--rot", optarg, 2, 4096, &u); o.n_rot = (uint32_t)u; break;
+    case O_CTX: ok = whole("--ctx", optarg, 1, 1 << 24, &u); o.n_ctx = (uint32_t)u; break;
     case O_EPS: ok = num("--eps", optarg, 1e-30, 1, &v); o.eps = (float)v; break;
     case O_THETA: ok = num("--theta", optarg, 1, 1e12, &v); o.rope_theta = (float)v; break;
     case O_TYPE: ok = type_of(optarg, &o.matrix_type); break;
     case O_EMBD_TYPE: ok = type_of(optarg, &o.embd_type); break;
     case O_TIED: o.tied_output = true; break;
     case O_UNTIED: o.tied_output = false; break;
-    case O_VOCAB: ok = num("--vocab", optarg, 1, 1 << 24, &v); o.n_vocab = (uint32_t)v; break;
+    case O_VOCAB: ok = whole("--vocab", optarg, 1, 1 << 24, &u); o.n_vocab = (uint32_t)u; break;
     case O_VOCAB_FROM: o.vocab_from = optarg; break;
     case O_SPECIAL_MS: ok = num("--special-ms", optarg, 1e-30, 1e6, &o.special_ms); break;
     case O_EMBD_MS: ok = num("--embd-ms", optarg, 1e-30, 1e6, &o.embd_ms); break;
-    case O_SEED: ok = num("--seed", optarg, 0, 9007199254740991.0, &v); o.seed = (uint64_t)v; break;
+    case O_SEED: ok = whole("--seed", optarg, 0, ~0ull, &o.seed); break;
     case 'o': out = optarg; break;
     case 'h': usage(stdout); return 0;
     default: usage(stderr); return 2;
@@ -123,6 +137,9 @@ int cmd_synth(int argc, char **argv) {
   }
   if (!ok) return 2;
   if (!have_arch || !out || optind != argc) {
+    if (!have_arch) fprintf(stderr, "kiln synth: --arch is required\n");
+    else if (!out) fprintf(stderr, "kiln synth: -o OUT.gguf is required\n");
+    else fprintf(stderr, "kiln synth: unexpected argument \"%s\"\n", argv[optind]);
     usage(stderr);
     return 2;
   }

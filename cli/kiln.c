@@ -2,6 +2,7 @@
  * command"). */
 #include "config.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -48,8 +49,17 @@ int main(int argc, char **argv) {
     printf("kiln %s\n", kiln_version());
     return 0;
   }
-  for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
-    if (!strcmp(argv[1], commands[i].name)) return commands[i].main(argc - 1, argv + 1);
+  for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++) {
+    if (strcmp(argv[1], commands[i].name) != 0) continue;
+    int rc = commands[i].main(argc - 1, argv + 1);
+    /* Output that did not reach its file (a full disk, a closed pipe) is a
+     * failure, not a success with text missing. */
+    if (fflush(stdout) != 0 || ferror(stdout)) {
+      fprintf(stderr, "kiln %s: error: writing standard output: %s\n", argv[1], strerror(errno ? errno : EIO));
+      return 1;
+    }
+    return rc;
+  }
   fprintf(stderr, "kiln: unknown command \"%s\"\n\n", argv[1]);
   usage(stderr);
   return 2;

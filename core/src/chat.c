@@ -31,14 +31,56 @@ const char *kiln_chat_kind_name(kiln_chat_kind kind) {
   return "?";
 }
 
-bool kiln_chat_is_templated(kiln_chat_kind kind, const char *text) {
+static const char *turn_marker(kiln_chat_kind kind) {
   switch (kind) {
-  case KILN_CHAT_CHATML: return strstr(text, "<|im_start|>") != NULL;
-  case KILN_CHAT_LLAMA3: return strstr(text, "<|start_header_id|>") != NULL;
-  case KILN_CHAT_LLAMA2: return strstr(text, "[INST]") != NULL;
-  case KILN_CHAT_NONE: return false;
+  case KILN_CHAT_CHATML: return "<|im_start|>";
+  case KILN_CHAT_LLAMA3: return "<|start_header_id|>";
+  case KILN_CHAT_LLAMA2: return "[INST]";
+  case KILN_CHAT_NONE: return NULL;
   }
-  return false;
+  return NULL;
+}
+
+bool kiln_chat_is_templated(kiln_chat_kind kind, const kiln_vocab *v, const char *text) {
+  const char *marker = turn_marker(kind);
+  if (!marker) return false;
+  while (*text == ' ' || *text == '\t' || *text == '\n' || *text == '\r') text++;
+  int32_t bos = v ? kiln_vocab_bos(v) : -1;
+  const char *bos_text = bos >= 0 ? kiln_vocab_token_text(v, bos) : NULL;
+  if (bos_text && *bos_text && strncmp(text, bos_text, strlen(bos_text)) == 0) text += strlen(bos_text);
+  return strncmp(text, marker, strlen(marker)) == 0;
+}
+
+kiln_status kiln_prompt_tokenize(const kiln_vocab *v, const char *jinja, const char *prompt, size_t len, bool chat,
+                                 const char *system, int32_t **out_ids, size_t *out_n, char **out_rendered) {
+  *out_ids = NULL;
+  *out_n = 0;
+  if (out_rendered) *out_rendered = NULL;
+  int bos_flag = kiln_vocab_add_bos(v) ? KILN_TOKENIZE_ADD_BOS : 0;
+  if (system && !chat)
+    return kiln_status_new(KILN_STATUS_INVALID_ARGUMENT, "a system message needs the chat template (--chat)");
+  if (!chat) return kiln_tokenize(v, prompt, len, bos_flag, out_ids, out_n);
+  kiln_chat_kind kind;
+  KILN_RETURN_IF_ERROR(kiln_chat_detect(jinja, &kind));
+  if (kind == KILN_CHAT_NONE)
+    return kiln_status_new(KILN_STATUS_UNSUPPORTED,
+                           "the model has no chat template (tokenizer.chat_template): send the prompt raw");
+  if (kiln_chat_is_templated(kind, v, prompt)) {
+    /* templated by hand: the markers are the user's to use; BOS once */
+    int32_t bos = kiln_vocab_bos(v);
+    const char *bos_text = bos >= 0 ? kiln_vocab_token_text(v, bos) : NULL;
+    bool has_bos = bos_text && *bos_text && strstr(prompt, bos_text) == prompt;
+    KILN_RETURN_IF_ERROR(kiln_tokenize(v, prompt, len, KILN_TOKENIZE_PARSE_SPECIAL | (has_bos ? 0 : bos_flag),
+                                       out_ids, out_n));
+    if (out_rendered && !(*out_rendered = strndup(prompt, len))) {
+      free(*out_ids);
+      *out_ids = NULL;
+      return kiln_status_new(KILN_STATUS_NO_MEMORY, "prompt");
+    }
+    return NULL;
+  }
+  kiln_chat_message msgs[2] = {{"system", system}, {"user", prompt}};
+  return kiln_chat_tokenize(v, kind, system ? msgs : msgs + 1, system ? 2 : 1, true, out_ids, out_n, out_rendered);
 }
 
 typedef struct segment {

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/stat.h>
 
 #include "config_internal.h"
 
@@ -250,19 +251,32 @@ typedef struct parse_state {
   char *dir;
   int line;
   kiln_status error;
+  int error_line;      /* line of `error`, to order it against inih's own */
+  bool indented;       /* the current line starts with blanks: inih's continuation */
 } parse_state;
+
+static void set_error(parse_state *ps, kiln_status st) {
+  if (ps->error) {
+    kiln_status_free(st);
+    return;
+  }
+  ps->error = st;
+  ps->error_line = ps->line;
+}
 
 static char *read_line(char *buf, int size, void *stream) {
   parse_state *ps = stream;
   char *r = fgets(buf, size, ps->f);
   if (!r) return NULL;
   ps->line++;
+  ps->indented = buf[0] == ' ' || buf[0] == '\t';
   /* inih's line buffer is fixed; a longer line would be split silently. */
   size_t n = strlen(buf);
   if (n == (size_t)size - 1 && buf[n - 1] != '\n' && !feof(ps->f)) {
-    if (!ps->error)
-      ps->error = kiln_status_new(KILN_STATUS_INVALID_ARGUMENT, "%s:%d: line longer than %d bytes", ps->path,
-                                  ps->line, size - 2);
+    set_error(ps, kiln_status_new(KILN_STATUS_INVALID_ARGUMENT,
+                                  "%s:%d: line longer than %d bytes (inih's line limit; a value cannot "
+                                  "continue on the next line)",
+                                  ps->path, ps->line, size - 2));
     return NULL;
   }
   return r;
@@ -274,25 +288,28 @@ static int on_entry(void *user, const char *section, const char *name, const cha
   char origin[4096 + 32];
   snprintf(origin, sizeof origin, "%s:%d", ps->path, ps->line);
   if (!*section) {
-    if (!ps->error)
-      ps->error = kiln_status_new(KILN_STATUS_INVALID_ARGUMENT, "%s: key \"%s\" is outside any [section]",
-                                  origin, name);
+    set_error(ps, kiln_status_new(KILN_STATUS_INVALID_ARGUMENT, "%s: key \"%s\" is outside any [section]", origin,
+                                  name));
     return 0;
   }
   for (size_t i = 0; i < ps->c->n_entries; i++) {
     entry *e = &ps->c->entries[i];
     if (e->prio == PRIO_FILE && !strcmp(e->section, section) && !strcmp(e->key, name)) {
-      if (!ps->error)
-        ps->error = kiln_status_new(KILN_STATUS_INVALID_ARGUMENT,
-                                    "%s: [%s] %s is set twice (first at %s)", origin, section, name,
-                                    e->origin);
+      /* inih hands an indented line after a key to us as the same key */
+      bool continuation = ps->indented && i == ps->c->n_entries - 1;
+      set_error(ps, continuation
+                        ? kiln_status_new(KILN_STATUS_INVALID_ARGUMENT,
+                                          "%s: an indented line continues [%s] %s; kiln takes each value on one "
+                                          "line",
+                                          origin, section, name)
+                        : kiln_status_new(KILN_STATUS_INVALID_ARGUMENT, "%s: [%s] %s is set twice (first at %s)",
+                                          origin, section, name, e->origin));
       return 0;
     }
   }
   kiln_status st = add_entry(ps->c, section, name, value, origin, PRIO_FILE, ps->dir);
   if (st) {
-    if (!ps->error) ps->error = st;
-    else kiln_status_free(st);
+    set_error(ps, st);
     return 0;
   }
   return 1;
@@ -302,23 +319,33 @@ kiln_status kiln_config_load_file(kiln_config *c, const char *path) {
   if (c->file)
     return kiln_status_new(KILN_STATUS_INVALID_ARGUMENT, "%s: a configuration file (%s) is already loaded",
                            path, c->file);
+  if (!*path) return kiln_status_new(KILN_STATUS_INVALID_ARGUMENT, "the configuration file path is empty");
   FILE *f = fopen(path, "r");
   if (!f)
     return kiln_status_new(errno == ENOENT ? KILN_STATUS_NOT_FOUND : KILN_STATUS_IO,
                            "%s: cannot open configuration file: %s", path, strerror(errno));
+  struct stat sb;
+  if (fstat(fileno(f), &sb) != 0 || !S_ISREG(sb.st_mode)) {
+    fclose(f);
+    return kiln_status_new(KILN_STATUS_INVALID_ARGUMENT, "%s: not a regular file (a configuration file is an INI text file)",
+                           path);
+  }
   /* Relative paths in a file are relative to the file's folder, so a
    * config means the same whatever the current directory. */
   const char *slash = strrchr(path, '/');
-  parse_state ps = {c, f, path, slash ? strndup(path, (size_t)(slash - path)) : strdup("."), 0, NULL};
+  parse_state ps = {c, f, path, slash ? strndup(path, (size_t)(slash - path)) : strdup("."), 0, NULL, 0, false};
   int rc = ini_parse_stream(read_line, &ps, on_entry, &ps);
   fclose(f);
   free(ps.dir);
+  /* inih returns the line of the first line it could not parse; report
+   * whichever problem comes first in the file. */
+  if (rc > 0 && (!ps.error || rc < ps.error_line)) {
+    kiln_status_free(ps.error);
+    return kiln_status_new(KILN_STATUS_INVALID_ARGUMENT,
+                           "%s:%d: syntax error (expected [section], key = value, or a ; comment)", path, rc);
+  }
   if (ps.error) return ps.error;
   if (rc < 0) return kiln_status_new(KILN_STATUS_IO, "%s: cannot read configuration file", path);
-  if (rc > 0)
-    return kiln_status_new(KILN_STATUS_INVALID_ARGUMENT,
-                           "%s:%d: syntax error (expected [section], key = value, or a ; comment)",
-                           path, rc);
   c->file = strdup(path);
   return NULL;
 }

@@ -18,7 +18,7 @@ kiln_status kiln_generate(kiln_session *s, const int32_t *prompt, int32_t n_prom
   const kiln_model *m = kiln_session_model(s);
   const kiln_vocab *v = kiln_model_vocab(m);
   uint32_t n_vocab = kiln_model_hparams(m)->n_vocab;
-  kiln_generate_stats st0 = {n_prompt, 0, 0, 0.0, 0.0, false};
+  kiln_generate_stats st0 = {n_prompt, 0, 0, 0.0, 0.0, false, false};
   if (out_stats) *out_stats = st0;
   if (n_prompt < 1)
     return kiln_status_new(KILN_STATUS_INVALID_ARGUMENT, "generate: the prompt has no tokens");
@@ -47,7 +47,10 @@ kiln_status kiln_generate(kiln_session *s, const int32_t *prompt, int32_t n_prom
       break;
     }
     if (i + 1 == n_predict) break; /* no need to evaluate a token nobody reads */
-    if (kiln_session_pos(s) >= kiln_session_n_ctx(s)) break;
+    if (kiln_session_pos(s) >= kiln_session_n_ctx(s)) {
+      st0.stopped_at_ctx = true;
+      break;
+    }
     st = kiln_session_eval(s, &tok, 1, logits, NULL);
     if (!st) st0.n_decoded++;
   }

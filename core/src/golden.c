@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/stat.h>
 
 typedef struct parse {
   kiln_golden *g;
@@ -205,7 +206,18 @@ static int handler(void *user, const char *section, const char *key, const char 
   parse *p = user;
   if (p->err) return 0;
   kiln_golden *g = p->g;
+  if (!*section) {
+    p->err = kiln_status_new(KILN_STATUS_MALFORMED, "%s:%d: \"%s\" is outside any [case] section", g->path, p->line,
+                             key ? key : "");
+    return 0;
+  }
   if (!g->n_cases || strcmp(section, p->section) != 0) {
+    for (size_t i = 0; i < g->n_cases; i++)
+      if (!strcmp(g->cases[i].name, section)) {
+        p->err = kiln_status_new(KILN_STATUS_MALFORMED, "%s:%d: case [%s] is defined twice (first at line %d)",
+                                 g->path, p->line, section, g->cases[i].line);
+        return 0;
+      }
     kiln_golden_case *cs = realloc(g->cases, (g->n_cases + 1) * sizeof *cs);
     if (!cs) {
       p->err = kiln_status_new(KILN_STATUS_NO_MEMORY, "golden cases");
@@ -229,6 +241,11 @@ kiln_status kiln_golden_load(const char *path, kiln_golden **out_golden) {
   *out_golden = NULL;
   FILE *f = fopen(path, "r");
   if (!f) return kiln_status_new(KILN_STATUS_NOT_FOUND, "%s: %s", path, strerror(errno));
+  struct stat sb;
+  if (fstat(fileno(f), &sb) != 0 || !S_ISREG(sb.st_mode)) {
+    fclose(f);
+    return kiln_status_new(KILN_STATUS_INVALID_ARGUMENT, "%s: not a regular file", path);
+  }
   kiln_golden *g = calloc(1, sizeof *g);
   if (!g) {
     fclose(f);

@@ -2,6 +2,7 @@
 #include "config.h"
 
 #include <inttypes.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -81,13 +82,54 @@ static kiln_status check_weights(kiln_model *m) {
   return NULL;
 }
 
+/* Whether tensor `name` is one the graph binds for these hyperparameters. */
+static bool is_bound(const kiln_hparams *hp, const char *name) {
+  static const char *global[] = {"token_embd.weight", "output_norm.weight", "output.weight"};
+  for (size_t i = 0; i < sizeof global / sizeof global[0]; i++)
+    if (!strcmp(name, global[i])) return true;
+  unsigned l;
+  int used = 0;
+  if (sscanf(name, "blk.%u.%n", &l, &used) != 1 || used == 0 || l >= hp->n_layer) return false;
+  const char *suffix = name + used;
+  static const char *always[] = {"attn_norm.weight", "attn_q.weight", "attn_k.weight", "attn_v.weight",
+                                 "attn_output.weight", "ffn_norm.weight", "ffn_gate.weight", "ffn_up.weight",
+                                 "ffn_down.weight"};
+  for (size_t i = 0; i < sizeof always / sizeof always[0]; i++)
+    if (!strcmp(suffix, always[i])) return true;
+  if (hp->qkv_bias && (!strcmp(suffix, "attn_q.bias") || !strcmp(suffix, "attn_k.bias") || !strcmp(suffix, "attn_v.bias")))
+    return true;
+  if (hp->qk_norm && (!strcmp(suffix, "attn_q_norm.weight") || !strcmp(suffix, "attn_k_norm.weight"))) return true;
+  return false;
+}
+
+/* A tensor the graph would not use means the file is not the model kiln
+ * would run (a block_count smaller than the layers present, RoPE scaling
+ * factors kiln does not apply, ...): refuse it rather than run something
+ * else silently, as llama.cpp refuses a wrong tensor count. */
+static kiln_status check_no_unused(const kiln_model *m) {
+  for (uint64_t i = 0; i < kiln_gguf_n_tensors(m->gguf); i++) {
+    const kiln_gguf_tensor *t = kiln_gguf_tensor_at(m->gguf, i);
+    char name[96];
+    snprintf(name, sizeof name, "%.*s", (int)t->name.len, t->name.ptr);
+    if (!is_bound(&m->hp, name))
+      return kiln_status_new(KILN_STATUS_UNSUPPORTED,
+                             "tensor %s is not part of kiln's %s graph with %s.block_count = %u: the file "
+                             "holds something kiln would not run",
+                             name, m->hp.arch_name, m->hp.arch_name, m->hp.n_layer);
+  }
+  return NULL;
+}
+
 kiln_status kiln_model_open(const char *path, kiln_model **out_model) {
   *out_model = NULL;
   kiln_model *m = calloc(1, sizeof *m);
   if (!m) return kiln_status_new(KILN_STATUS_NO_MEMORY, "%s: opening model", path);
   kiln_status st = kiln_gguf_open(path, &m->gguf);
   if (!st) st = kiln__hparams_read(m->gguf, &m->hp);
+  if (!st && kiln_gguf_n_tensors(m->gguf) == 0)
+    st = kiln_status_new(KILN_STATUS_UNSUPPORTED, "the file has no tensors (a vocabulary-only GGUF?)");
   if (!st) st = check_weights(m);
+  if (!st) st = check_no_unused(m);
   if (!st && kiln_gguf_find_kv(m->gguf, "tokenizer.ggml.model")) st = kiln_vocab_load(m->gguf, &m->vocab);
   if (!st && m->vocab && (uint32_t)kiln_vocab_n_tokens(m->vocab) > m->hp.n_vocab)
     st = kiln_status_new(KILN_STATUS_MALFORMED,

@@ -3,6 +3,7 @@
 #include "config.h"
 
 #include <inttypes.h>
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -112,9 +113,14 @@ kiln_status kiln__hparams_read(const kiln_gguf *g, kiln_hparams *hp) {
                              "%s.rope.freq_base is missing: a %s model's RoPE θ must be in the file", a, a);
     hp->rope_theta = 10000.0f;
   }
-  if (!(hp->rope_theta > 0.0f) || !(hp->eps > 0.0f) || hp->eps != hp->eps)
-    return kiln_status_new(KILN_STATUS_MALFORMED, "%s: rope.freq_base %g and layer_norm_rms_epsilon %g must be > 0",
-                           a, (double)hp->rope_theta, (double)hp->eps);
+  if (!(hp->rope_theta > 0.0f) || !isfinite(hp->rope_theta))
+    return kiln_status_new(KILN_STATUS_MALFORMED, "%s.rope.freq_base = %g: must be finite and > 0", a,
+                           (double)hp->rope_theta);
+  if (!(hp->eps > 0.0f) || !isfinite(hp->eps))
+    return kiln_status_new(KILN_STATUS_MALFORMED, "%s.attention.layer_norm_rms_epsilon = %g: must be finite and > 0",
+                           a, (double)hp->eps);
+  if (hp->n_ctx_train == 0)
+    return kiln_status_new(KILN_STATUS_MALFORMED, "%s.context_length is 0", a);
   return NULL;
 }
 

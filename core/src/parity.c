@@ -7,6 +7,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 /* Every compared node's output, [width, n_tokens] per node. */
@@ -42,7 +43,8 @@ static void capture_free(capture *c) {
  * logits node alone). */
 static kiln_status run_side(kiln_runtime *rt, const kiln_model *m, const int32_t *ids, size_t n,
                             const kiln_parity_side *side, const kiln_parity_options *o, capture *cap,
-                            char names_out[][KILN_NAME_MAX], char *backend_name, size_t name_cap) {
+                            char names_out[][KILN_NAME_MAX], const char **ops_out, char *backend_name,
+                            size_t name_cap) {
   kiln_session *s;
   kiln_session_options so = {side->backend, 0, o->batch, -1, side->eps_override, side->overrides, side->n_overrides};
   KILN_RETURN_IF_ERROR(kiln_session_open(rt, m, &so, &s));
@@ -62,8 +64,10 @@ static kiln_status run_side(kiln_runtime *rt, const kiln_model *m, const int32_t
     st = kiln_status_new(KILN_STATUS_INTERNAL, "parity: the two graphs have %u and %u nodes", cap->n_nodes,
                          kiln_graph_n_nodes(g));
   }
-  for (uint32_t i = 0; !st && names_out && i < cap->n_nodes; i++)
+  for (uint32_t i = 0; !st && names_out && i < cap->n_nodes; i++) {
     snprintf(names_out[i], KILN_NAME_MAX, "%s", kiln_graph_node(g, i)->name);
+    ops_out[i] = kiln_op_name(kiln_graph_node(g, i)->op); /* static strings */
+  }
   /* "cpu[precision=f64]", "cpu[eps=1e-05]": the side as configured */
   int w = snprintf(backend_name, name_cap, "%s", kiln_plan_backend_name(p));
   for (size_t i = 0; i < side->n_overrides && w > 0 && (size_t)w < name_cap; i++)
@@ -128,12 +132,15 @@ kiln_status kiln_parity_run(kiln_runtime *rt, const kiln_model *m, const int32_t
   r->first_fail = -1;
   capture ref = {0}, test = {0};
   char(*names)[KILN_NAME_MAX] = NULL;
-  kiln_status st = run_side(rt, m, ids, n, &opt->ref, opt, &ref, NULL, r->ref_name, sizeof r->ref_name);
+  const char **ops = NULL;
+  kiln_status st = run_side(rt, m, ids, n, &opt->ref, opt, &ref, NULL, NULL, r->ref_name, sizeof r->ref_name);
   if (!st) {
     names = calloc(ref.n_nodes, sizeof *names);
-    if (!names) st = kiln_status_new(KILN_STATUS_NO_MEMORY, "parity names");
+    ops = calloc(ref.n_nodes, sizeof *ops);
+    if (!names || !ops) st = kiln_status_new(KILN_STATUS_NO_MEMORY, "parity names");
   }
-  if (!st) st = run_side(rt, m, ids, n, &opt->test, opt, &test, names, r->test_name, sizeof r->test_name);
+  if (!st)
+    st = run_side(rt, m, ids, n, &opt->test, opt, &test, names, ops, r->test_name, sizeof r->test_name);
   if (!st) {
     r->n_nodes = ref.n_nodes;
     r->node_names = calloc(ref.n_nodes, sizeof *r->node_names);
@@ -142,17 +149,20 @@ kiln_status kiln_parity_run(kiln_runtime *rt, const kiln_model *m, const int32_t
   }
   for (uint32_t i = 0; !st && i < ref.n_nodes; i++) {
     r->node_names[i] = strdup(names[i]);
+    if (!r->node_names[i]) {
+      st = kiln_status_new(KILN_STATUS_NO_MEMORY, "parity names");
+      break;
+    }
     if (!ref.out[i] && !test.out[i]) continue;
     if (!ref.out[i] || !test.out[i] || ref.width[i] != test.width[i]) {
       st = kiln_status_new(KILN_STATUS_INTERNAL, "parity: node %s was observed on one side only", names[i]);
       break;
     }
-    const char *op = strrchr(names[i], '.');
     for (size_t p = 0; p < n; p++) {
       kiln_parity_row *row = &r->rows[r->n_rows++];
       row->node = i;
       row->name = r->node_names[i];
-      row->op = op ? op + 1 : r->node_names[i];
+      row->op = ops[i];
       row->pos = (int32_t)p;
       row->token = ids[p];
       compare_column(ref.out[i] + p * (size_t)ref.width[i], test.out[i] + p * (size_t)ref.width[i], ref.width[i],
@@ -166,6 +176,7 @@ kiln_status kiln_parity_run(kiln_runtime *rt, const kiln_model *m, const int32_t
     }
   }
   free(names);
+  free(ops);
   capture_free(&ref);
   capture_free(&test);
   if (st) {
@@ -226,7 +237,10 @@ void kiln_parity_print(const kiln_parity_report *r, const kiln_vocab *v, bool al
             r->n_fail, r->n_rows, f->name, f->pos, f->token, token_label(v, f->token, tok, sizeof tok),
             f->norm_ratio, f->rel_l2, f->cos);
   } else {
-    fprintf(out, "PASS: %zu rows (%u nodes x positions)\n", r->n_rows, r->n_nodes);
+    size_t n_pos = 0;
+    while (n_pos < r->n_rows && r->rows[n_pos].node == r->rows[0].node) n_pos++;
+    fprintf(out, "PASS: %zu rows (%zu node%s x %zu positions)\n", r->n_rows, n_pos ? r->n_rows / n_pos : 0,
+            n_pos && r->n_rows / n_pos == 1 ? "" : "s", n_pos);
   }
 }
 
@@ -282,7 +296,7 @@ kiln_status kiln_parity_plot_svg(const kiln_parity_report *r, const char *path) 
   int rc = pclose(gp);
   unlink(data);
   if (rc != 0 || access(path, R_OK) != 0)
-    return kiln_status_new(KILN_STATUS_UNAVAILABLE, "parity plot: %s failed (exit %d) writing %s", KILN_GNUPLOT, rc,
-                           path);
+    return kiln_status_new(KILN_STATUS_UNAVAILABLE, "parity plot: %s failed (exit status %d) writing %s",
+                           KILN_GNUPLOT, WIFEXITED(rc) ? WEXITSTATUS(rc) : -1, path);
   return NULL;
 }

@@ -2,7 +2,9 @@
 #include "config.h"
 
 #include <dlfcn.h>
+#include <stdbool.h>
 #include <stddef.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -88,9 +90,15 @@ kiln_status kiln_plugin_load(const char *path, kiln_plugin **out_plugin) {
   *out_plugin = NULL;
   dlerror();
   void *dl = dlopen(path, RTLD_NOW | RTLD_LOCAL);
-  if (!dl)
-    return kiln_status_new(KILN_STATUS_IO, "%s: cannot load plugin: %s (run `ldd %s` to see what is missing)",
-                           path, dlerror(), path);
+  if (!dl) {
+    /* ldd helps only with a shared object whose dependencies are missing */
+    char magic[4] = {0};
+    FILE *f = fopen(path, "rb");
+    bool elf = f && fread(magic, 1, 4, f) == 4 && memcmp(magic, "\177ELF", 4) == 0;
+    if (f) fclose(f);
+    return kiln_status_new(KILN_STATUS_IO, "%s: cannot load plugin: %s%s%s%s", path, dlerror(),
+                           elf ? " (run `ldd " : " (not an ELF shared object)", elf ? path : "", elf ? "` to see what is missing)" : "");
+  }
   const kiln_backend_ops *e = dlsym(dl, KILN_PLUGIN_ENTRY_SYMBOL);
   if (!e) {
     dlclose(dl);

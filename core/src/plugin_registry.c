@@ -64,6 +64,14 @@ void kiln_plugin_registry_free(kiln_plugin_registry *r) {
   free(r);
 }
 
+/* Backend names are [a-z0-9][a-z0-9_-]*: a name is never a path. */
+static bool valid_name(const char *name) {
+  if (!*name || !((*name >= 'a' && *name <= 'z') || (*name >= '0' && *name <= '9'))) return false;
+  for (const char *p = name; *p; p++)
+    if (!((*p >= 'a' && *p <= 'z') || (*p >= '0' && *p <= '9') || *p == '_' || *p == '-')) return false;
+  return strlen(name) < 64;
+}
+
 /* Path of the first kiln-<name>.so on the search path, malloc'd, or NULL. */
 static char *find_file(const kiln_plugin_registry *r, const char *name) {
   for (size_t i = 0; i < r->n_dirs; i++) {
@@ -78,6 +86,7 @@ static char *find_file(const kiln_plugin_registry *r, const char *name) {
 }
 
 bool kiln_plugin_registry_has(const kiln_plugin_registry *r, const char *name) {
+  if (!valid_name(name)) return false;
   char *p = find_file(r, name);
   free(p);
   return p != NULL;
@@ -97,6 +106,9 @@ static kiln_status not_found(const kiln_plugin_registry *r, const char *name) {
 kiln_status kiln_plugin_registry_get(kiln_plugin_registry *r, const char *name,
                                      kiln_plugin **out_plugin) {
   *out_plugin = NULL;
+  if (!valid_name(name))
+    return kiln_status_new(KILN_STATUS_INVALID_ARGUMENT,
+                           "\"%s\" is not a backend name (lower-case letters, digits, '-' and '_')", name);
   for (size_t i = 0; i < r->n_slots; i++) {
     if (strcmp(r->slots[i].name, name) != 0) continue;
     if (r->slots[i].plugin) {

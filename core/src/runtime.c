@@ -58,7 +58,15 @@ static kiln_status setup(kiln_runtime *rt, const kiln_runtime_options *opt) {
   int level = kiln_log_level_parse(kiln_config_get_str(general, "log_level"));
   if (level >= 0) kiln_log_set_level((kiln_log_level)level);
   KILN_RETURN_IF_ERROR(open_kcache(rt));
-  KILN_RETURN_IF_ERROR(kiln_plugin_registry_new(kiln_config_get_str(general, "plugin_path"), &rt->plugins));
+  const char *cfg_path = kiln_config_get_str(general, "plugin_path");
+  const char *extra = opt->extra_plugin_path;
+  size_t len = (cfg_path ? strlen(cfg_path) : 0) + (extra ? strlen(extra) : 0) + 2;
+  char *search = malloc(len);
+  if (!search) return kiln_status_new(KILN_STATUS_NO_MEMORY, "plugin search path");
+  snprintf(search, len, "%s%s%s", cfg_path ? cfg_path : "", cfg_path && extra ? ":" : "", extra ? extra : "");
+  kiln_status st = kiln_plugin_registry_new(search, &rt->plugins);
+  free(search);
+  KILN_RETURN_IF_ERROR(st);
   /* Plugins named by sections declare their keys; the configured backend
    * and cpu (the fallback) too, so their defaults exist. */
   KILN_RETURN_IF_ERROR(kiln_plugin_registry_declare_sections(rt->plugins, c));

@@ -33,8 +33,8 @@ kiln_status kiln_sampler_new(const kiln_sampler_options *opt, kiln_sampler **out
                            (double)opt->temperature);
   if (opt->top_k < 0)
     return kiln_status_new(KILN_STATUS_INVALID_ARGUMENT, "sampler: top_k %d must be >= 0", opt->top_k);
-  if (!(opt->top_p > 0.0f && opt->top_p <= 1.0f))
-    return kiln_status_new(KILN_STATUS_INVALID_ARGUMENT, "sampler: top_p %g must be in (0, 1]",
+  if (!(opt->top_p >= 0.0f && opt->top_p <= 1.0f))
+    return kiln_status_new(KILN_STATUS_INVALID_ARGUMENT, "sampler: top_p %g must be in [0, 1]",
                            (double)opt->top_p);
   kiln_sampler *s = calloc(1, sizeof *s);
   if (!s) return kiln_status_new(KILN_STATUS_NO_MEMORY, "sampler");

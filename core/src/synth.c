@@ -130,6 +130,9 @@ static kiln_status check(const kiln_synth_options *o, uint32_t head_dim) {
     return kiln_status_new(KILN_STATUS_INVALID_ARGUMENT, "synth: n_embd %u is not a multiple of n_head %u",
                            o->n_embd, o->n_head);
   uint32_t n_rot = o->n_rot ? o->n_rot : head_dim;
+  if (!o->n_rot && head_dim % 2)
+    return kiln_status_new(KILN_STATUS_INVALID_ARGUMENT,
+                           "synth: head_dim %u is odd; RoPE rotates pairs (give an even head_dim, or --rot)", head_dim);
   if (n_rot % 2 || n_rot > head_dim)
     return kiln_status_new(KILN_STATUS_INVALID_ARGUMENT, "synth: n_rot %u must be even and <= head_dim %u", n_rot,
                            head_dim);

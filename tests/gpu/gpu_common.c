@@ -71,7 +71,7 @@ kiln_runtime *kg_runtime(const kiln_config_override *extra, size_t n_extra) {
   size_t n = 4;
   for (size_t i = 0; i < n_extra && n < 16; i++) ov[n++] = extra[i];
   kiln_runtime *rt = NULL;
-  KT_ASSERT_OK(kiln_runtime_open(&(kiln_runtime_options){NULL, true, ov, n}, &rt));
+  KT_ASSERT_OK(kiln_runtime_open(&(kiln_runtime_options){.config_path = NULL, .use_environment = true, .overrides = ov, .n_overrides = n}, &rt));
   return rt;
 }
 

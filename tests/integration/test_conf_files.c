@@ -21,7 +21,7 @@ static void load(const char *name) {
   /* only the plugin folder comes from the test environment */
   kiln_config_override ov[] = {{"general", "plugin_path", getenv("KILN_PLUGIN_PATH"), "KILN_PLUGIN_PATH"}};
   kiln_runtime *rt;
-  kiln_status st = kiln_runtime_open(&(kiln_runtime_options){path, false, ov, 1}, &rt);
+  kiln_status st = kiln_runtime_open(&(kiln_runtime_options){.config_path = path, .use_environment = false, .overrides = ov, .n_overrides = 1}, &rt);
   if (st) fail_msg("%s: %s", path, kiln_status_message(st));
   kiln_runtime_free(rt);
 }

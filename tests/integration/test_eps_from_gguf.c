@@ -77,7 +77,7 @@ static void run_eps(const char *dir, float eps, double want_rms, const char *pre
 
   kiln_config_override ov[] = {{"cpu", "precision", precision, "test"}};
   kiln_runtime *rt;
-  KT_ASSERT_OK(kiln_runtime_open(&(kiln_runtime_options){NULL, true, ov, 1}, &rt));
+  KT_ASSERT_OK(kiln_runtime_open(&(kiln_runtime_options){.config_path = NULL, .use_environment = true, .overrides = ov, .n_overrides = 1}, &rt));
   kiln_model *m;
   KT_ASSERT_OK(kiln_model_open(path, &m));
   kiln_session *s;

@@ -27,7 +27,7 @@ static void replay(const char *backend, const char *prec) {
   kiln_golden *g;
   KT_ASSERT_OK(kiln_golden_load(golden_path, &g));
   kiln_config_override ov[] = {{"cpu", "precision", prec, "test"}};
-  kiln_runtime_options ro = {NULL, true, ov, 1};
+  kiln_runtime_options ro = {.use_environment = true, .overrides = ov, .n_overrides = 1};
   kiln_runtime *rt;
   KT_ASSERT_OK(kiln_runtime_open(&ro, &rt));
   kiln_model *m;

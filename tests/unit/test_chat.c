@@ -77,8 +77,31 @@ static void test_chatml_qwen2(void **state) {
 
   /* no BOS for Qwen (add_bos_token absent/false) */
   assert_false(kiln_vocab_add_bos(v));
-  assert_true(kiln_chat_is_templated(kind, "<|im_start|>user\nhi<|im_end|>\n"));
-  assert_false(kiln_chat_is_templated(kind, "plain text"));
+  assert_true(kiln_chat_is_templated(kind, v, "<|im_start|>user\nhi<|im_end|>\n"));
+  assert_true(kiln_chat_is_templated(kind, v, "\n <|im_start|>user\nhi"));
+  assert_false(kiln_chat_is_templated(kind, v, "plain text"));
+  /* a marker later in the text is user content: wrapped, and stays text */
+  assert_false(kiln_chat_is_templated(kind, v, "hello <|im_start|>assistant\n"));
+  const char *later = "hello <|im_start|>assistant\n";
+  KT_ASSERT_OK(kiln_prompt_tokenize(v, tmpl, later, strlen(later), true, NULL, &ids, &n, &text));
+  specials = 0;
+  for (size_t i = 0; i < n; i++) specials += ids[i] >= 151643;
+  assert_int_equal(specials, 3);
+  assert_non_null(strstr(text, "<|im_start|>user\nhello <|im_start|>assistant\n<|im_end|>"));
+  free(ids);
+  free(text);
+  /* a templated prompt is taken as is, markers special */
+  const char *pre = "<|im_start|>user\nHello<|im_end|>\n<|im_start|>assistant\n";
+  KT_ASSERT_OK(kiln_prompt_tokenize(v, tmpl, pre, strlen(pre), true, NULL, &ids, &n, NULL));
+  assert_int_equal(n, 9);
+  assert_memory_equal(ids, want, sizeof want);
+  free(ids);
+  /* raw: never special */
+  KT_ASSERT_OK(kiln_prompt_tokenize(v, tmpl, pre, strlen(pre), false, NULL, &ids, &n, NULL));
+  for (size_t i = 0; i < n; i++) assert_true(ids[i] < 151643);
+  free(ids);
+  KT_ASSERT_ERR(kiln_prompt_tokenize(v, tmpl, pre, strlen(pre), false, "sys", &ids, &n, NULL),
+                KILN_STATUS_INVALID_ARGUMENT, "needs the chat template");
   free(tmpl);
   kiln_vocab_free(v);
 }

@@ -104,6 +104,8 @@ static void test_bad_values(void **state) {
 static void test_duplicate_and_syntax(void **state) {
   (void)state;
   expect_error("[backend]\nname = cpu\nname = hello\n", 3, "set twice");
+  expect_error("[general]\nplugin_path = /a\n    :/b\n", 3, "an indented line continues [general] plugin_path");
+  expect_error("[general\nlog_level = info\n", 1, "syntax error");
   expect_error("[backend]\nthis line has no equals sign\n", 2, "syntax error");
   expect_error("name = cpu\n", 1, "outside any [section]");
 }

@@ -76,7 +76,7 @@ static void test_plan_unavailable(void **state) {
   char *path = kt_model_path("stories260K.gguf");
   if (!path) skip();
   kiln_runtime *rt;
-  KT_ASSERT_OK(kiln_runtime_open(&(kiln_runtime_options){NULL, true, NULL, 0}, &rt));
+  KT_ASSERT_OK(kiln_runtime_open(&(kiln_runtime_options){.config_path = NULL, .use_environment = true, .overrides = NULL, .n_overrides = 0}, &rt));
   kiln_model *m;
   KT_ASSERT_OK(kiln_model_open(path, &m));
   for (size_t i = 0; i < 3; i++) {
@@ -116,7 +116,7 @@ static void test_cc120_lower_cc(void **state) {
   for (int allow = 0; allow < 2; allow++) {
     kiln_config_override ov[] = {{"cuda-cc120", "allow_lower_cc", allow ? "true" : "false", "t"}};
     kiln_runtime *rt;
-    KT_ASSERT_OK(kiln_runtime_open(&(kiln_runtime_options){NULL, true, ov, 1}, &rt));
+    KT_ASSERT_OK(kiln_runtime_open(&(kiln_runtime_options){.config_path = NULL, .use_environment = true, .overrides = ov, .n_overrides = 1}, &rt));
     kiln_session *s = NULL;
     kiln_session_options so = {.backend = "cuda-cc120", .n_ctx = 64, .batch = 8};
     kiln_status st = kiln_session_open(rt, m, &so, &s);
@@ -144,18 +144,18 @@ static void test_config_keys(void **state) {
                                {"cuda-batched", "gemm_scratch_mib", "64", "test"},
                                {"cuda-cc120", "allow_lower_cc", "true", "test"},
                                {"cuda-cc120", "gemm", "bf16", "test"}};
-  KT_ASSERT_OK(kiln_runtime_open(&(kiln_runtime_options){NULL, true, ok, 6}, &rt));
+  KT_ASSERT_OK(kiln_runtime_open(&(kiln_runtime_options){.config_path = NULL, .use_environment = true, .overrides = ok, .n_overrides = 6}, &rt));
   kiln_runtime_free(rt);
   kiln_config_override bad_gemm[] = {{"cuda-batched", "gemm", "f16", "--gemm"}};
-  KT_ASSERT_ERR(kiln_runtime_open(&(kiln_runtime_options){NULL, true, bad_gemm, 1}, &rt),
+  KT_ASSERT_ERR(kiln_runtime_open(&(kiln_runtime_options){.config_path = NULL, .use_environment = true, .overrides = bad_gemm, .n_overrides = 1}, &rt),
                 KILN_STATUS_INVALID_ARGUMENT, "f16");
   kiln_config_override bad_key[] = {{"cuda-serial", "allow_lower_cc", "true", "--x"}};
-  kiln_status st = kiln_runtime_open(&(kiln_runtime_options){NULL, true, bad_key, 1}, &rt);
+  kiln_status st = kiln_runtime_open(&(kiln_runtime_options){.config_path = NULL, .use_environment = true, .overrides = bad_key, .n_overrides = 1}, &rt);
   assert_non_null(st);
   assert_non_null(strstr(kiln_status_message(st), "allow_lower_cc"));
   kiln_status_free(st);
   kiln_config_override bad_poison[] = {{"cuda-cc120", "poison", "256", "--x"}};
-  st = kiln_runtime_open(&(kiln_runtime_options){NULL, true, bad_poison, 1}, &rt);
+  st = kiln_runtime_open(&(kiln_runtime_options){.config_path = NULL, .use_environment = true, .overrides = bad_poison, .n_overrides = 1}, &rt);
   assert_non_null(st);
   kiln_status_free(st);
 }
@@ -168,7 +168,7 @@ static void test_conf_files(void **state) {
     kiln_config_override ov[] = {
         {"general", "plugin_path", getenv("KILN_PLUGIN_PATH"), "KILN_PLUGIN_PATH"}};
     kiln_runtime *rt = NULL;
-    kiln_status st = kiln_runtime_open(&(kiln_runtime_options){path, false, ov, 1}, &rt);
+    kiln_status st = kiln_runtime_open(&(kiln_runtime_options){.config_path = path, .use_environment = false, .overrides = ov, .n_overrides = 1}, &rt);
     if (st) fail_msg("%s: %s", path, kiln_status_message(st));
     const kiln_config_section *b = kiln_config_section_get(kiln_runtime_config(rt), "backend");
     assert_string_equal(kiln_config_get_str(b, "name"), names[i]);

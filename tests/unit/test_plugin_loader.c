@@ -79,7 +79,7 @@ static void test_not_a_shared_object(void **state) {
   snprintf(path, sizeof path, "%s/kiln-junk.so", dir);
   assert_true(kt_write_file(path, "not an ELF file", 15));
   kiln_plugin *p;
-  KT_ASSERT_ERR(kiln_plugin_load(path, &p), KILN_STATUS_IO, "ldd");
+  KT_ASSERT_ERR(kiln_plugin_load(path, &p), KILN_STATUS_IO, "not an ELF shared object");
   kt_rm_rf(dir);
   free(dir);
 }

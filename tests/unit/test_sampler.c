@@ -80,8 +80,16 @@ static void test_refuses_nan_and_bad_options(void **state) {
   kiln_sampler_free(s);
   KT_ASSERT_ERR(kiln_sampler_new(&(kiln_sampler_options){-1.0f, 0, 1.0f, 0}, &s),
                 KILN_STATUS_INVALID_ARGUMENT, "temperature");
-  KT_ASSERT_ERR(kiln_sampler_new(&(kiln_sampler_options){1.0f, 0, 0.0f, 0}, &s),
+  KT_ASSERT_ERR(kiln_sampler_new(&(kiln_sampler_options){1.0f, 0, 1.5f, 0}, &s),
                 KILN_STATUS_INVALID_ARGUMENT, "top_p");
+  /* top_p = 0 keeps only the most likely token */
+  float l2[4] = {0.0f, 3.0f, 2.9f, 1.0f};
+  KT_ASSERT_OK(kiln_sampler_new(&(kiln_sampler_options){1.0f, 0, 0.0f, 5}, &s));
+  for (int i = 0; i < 50; i++) {
+    KT_ASSERT_OK(kiln_sampler_sample(s, l2, 4, &t));
+    assert_int_equal(t, 1);
+  }
+  kiln_sampler_free(s);
 }
 
 int main(void) {

@@ -43,7 +43,7 @@ P=$'<|im_start|>user\nWhat is the capital of France? Answer briefly.<|im_end|>\n
 for arch in qwen2 qwen3; do
   for b in $backends; do
     echo "== parity $arch-3584 $b vs cpu:f64 (per op)"
-    $K parity -m /tmp/$arch-3584.gguf -p "$P" --ref cpu:f64 --test $b $(cfg $b) --per-op \
+    $K parity -m /tmp/$arch-3584.gguf --chat -p "$P" --ref cpu:f64 --test $b $(cfg $b) --per-op \
       --csv "$out/parity-$arch-$b.csv" > "$out/parity-$arch-$b.txt" 2>&1
     expect "parity $arch $b" $? 0
     grep -E "^(parity:|PASS|FAIL)|attn_norm|q_norm|k_norm|^logits" "$out/parity-$arch-$b.txt" | head -14
@@ -51,7 +51,7 @@ for arch in qwen2 qwen3; do
     awk -F, '$1 ~ /attn_norm/ { d = $6 - 1; if (d < 0) d = -d; if (d > m) m = d } END { printf "   max |attn_norm norm ratio - 1| over all positions: %.3g\n", m }' \
       "$out/parity-$arch-$b.csv"
     echo "== parity $arch-3584 $b planned at eps 1e-5 (must fail)"
-    $K parity -m /tmp/$arch-3584.gguf -p "$P" --ref cpu:f64 --test $b $(cfg $b) --per-op --test-eps 1e-5 \
+    $K parity -m /tmp/$arch-3584.gguf --chat -p "$P" --ref cpu:f64 --test $b $(cfg $b) --per-op --test-eps 1e-5 \
       > "$out/parity-eps-$arch-$b.txt" 2>&1
     expect "parity eps 1e-5 $arch $b" $? 1
     grep -E "^FAIL" "$out/parity-eps-$arch-$b.txt"

@@ -57,9 +57,12 @@ typedef struct kiln_chat_message {
   const char *content; /* UTF-8 */
 } kiln_chat_message;
 
-/* Whether `text` already holds this template's turn markers (a prompt the
- * user templated by hand, which kiln must not wrap again). */
-bool kiln_chat_is_templated(kiln_chat_kind kind, const char *text);
+/* Whether `text` is already in this template's form (a prompt the user
+ * templated by hand, which kiln must not wrap again): it begins with the
+ * template's turn marker ("<|im_start|>", "<|start_header_id|>",
+ * "[INST]"), after optional whitespace and the BOS text. A marker later in
+ * the text does not count: that is user content, and stays text. */
+bool kiln_chat_is_templated(kiln_chat_kind kind, const kiln_vocab *v, const char *text);
 
 /* Renders msgs[0..n) and, with add_generation_prompt, the opening of the
  * assistant's turn, then tokenizes: template text with
@@ -71,6 +74,19 @@ bool kiln_chat_is_templated(kiln_chat_kind kind, const char *text);
 kiln_status kiln_chat_tokenize(const kiln_vocab *v, kiln_chat_kind kind, const kiln_chat_message *msgs,
                                size_t n, bool add_generation_prompt, int32_t **out_ids, size_t *out_n,
                                char **out_text);
+
+/* A prompt as `kiln run`, `kiln parity` and `kiln qa` take it: with chat
+ * false, len bytes of raw text (special-token texts stay text, BOS as the
+ * vocabulary says); with chat true, rendered with template `jinja` (the
+ * model's tokenizer.chat_template) around one user message (and `system`
+ * when not NULL) — unless the prompt is already templated
+ * (kiln_chat_is_templated), in which case it is taken as is with its
+ * markers as special tokens. *out_rendered (may be NULL) receives the text
+ * that was tokenized, malloc'd. Errors: KILN_STATUS_UNSUPPORTED for chat
+ * without a (recognised) template, INVALID_ARGUMENT for a system message
+ * without chat; tokenizer errors. */
+kiln_status kiln_prompt_tokenize(const kiln_vocab *v, const char *jinja, const char *prompt, size_t len, bool chat,
+                                 const char *system, int32_t **out_ids, size_t *out_n, char **out_rendered);
 
 #ifdef __cplusplus
 }

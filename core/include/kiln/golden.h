@@ -66,8 +66,10 @@ void kiln_golden_free(kiln_golden *g);
 
 /* What replaying one case gave. */
 typedef struct kiln_golden_result {
-  bool pass;
+  bool pass;              /* every check below holds */
   bool prompt_ids_match;  /* true when the case lists none */
+  bool text_match;        /* the generated pieces equal `text`; true when the case has none */
+  double top_max_rel;     /* largest |logit - reference| / max(1, |reference|) over `top` (0 when none) */
   int32_t *ids;           /* the generated ids (malloc'd; kiln_golden_result_clear) */
   size_t n_ids;
   long first_mismatch;    /* index of the first differing id, -1 when none */
@@ -76,12 +78,15 @@ typedef struct kiln_golden_result {
 struct kiln_session;
 struct kiln_model;
 
-/* Replays case c on session s (reset first): the prompt through the
- * model's chat template when c->chat (kiln/chat.h) else raw with BOS as the
- * vocabulary says, then c->n greedy tokens. The result passes when the
- * prompt ids (if listed) and every generated id equal the reference's.
+/* Replays case c on session s (reset first): the prompt through
+ * kiln_prompt_tokenize (chat or raw, as the case says), then c->n greedy
+ * tokens, stopping after EOS or end-of-turn as the reference did. The
+ * result passes when the prompt ids (if listed), every generated id, the
+ * text (if given) and the logits after the prompt (if `top` is given,
+ * within KILN_GOLDEN_TOP_TOLERANCE relative) equal the reference's.
  * Errors (not mismatches) are returned: no vocabulary, no template for a
- * chat case, evaluation errors. */
+ * chat case, a reference id outside the vocabulary, evaluation errors. */
+#define KILN_GOLDEN_TOP_TOLERANCE 1e-4
 kiln_status kiln_golden_run(struct kiln_session *s, const kiln_golden_case *c, kiln_golden_result *out);
 void kiln_golden_result_clear(kiln_golden_result *r);
 

@@ -57,6 +57,11 @@ typedef struct kiln_runtime_options {
   bool use_environment;
   const kiln_config_override *overrides;
   size_t n_overrides;
+  /* Folders (':'-separated) searched for plugins after [general]
+   * plugin_path and before the installed folder; NULL for none. The kiln
+   * command passes its build tree's plugin folder here when it runs
+   * uninstalled. */
+  const char *extra_plugin_path;
 } kiln_runtime_options;
 
 typedef struct kiln_runtime kiln_runtime;
@@ -117,6 +122,7 @@ typedef struct kiln_generate_stats {
   int32_t n_decoded; /* decode steps run (generated tokens fed back) */
   double prefill_seconds, decode_seconds;
   bool stopped_at_eos; /* ended on EOS / end-of-turn rather than n_predict */
+  bool stopped_at_ctx; /* ended because the KV cache was full */
 } kiln_generate_stats;
 
 /* Prefills prompt[0..n_prompt) (after whatever the session already holds),

@@ -50,7 +50,7 @@ typedef struct kiln_parity_options {
 typedef struct kiln_parity_row {
   uint32_t node;        /* graph node index */
   const char *name;     /* "blk.0.attn_norm", valid while the report lives */
-  const char *op;       /* "rms_norm" */
+  const char *op;       /* the op's name, "rms_norm" (static storage) */
   int32_t pos;          /* token position */
   int32_t token;        /* the token id at pos */
   double cos, norm_ratio, rel_l2, max_abs;

@@ -22,14 +22,14 @@ extern "C" {
 typedef struct kiln_sampler_options {
   float temperature; /* 0 = greedy; > 0 */
   int32_t top_k;     /* 0 = no limit */
-  float top_p;       /* (0, 1]; 1 = no limit */
+  float top_p;       /* [0, 1]; 1 = no limit, 0 = only the most likely token */
   uint64_t seed;
 } kiln_sampler_options;
 
 typedef struct kiln_sampler kiln_sampler;
 
 /* KILN_STATUS_INVALID_ARGUMENT for a negative or non-finite temperature,
- * negative top_k, or top_p outside (0, 1]. */
+ * negative top_k, or top_p outside [0, 1]. */
 kiln_status kiln_sampler_new(const kiln_sampler_options *opt, kiln_sampler **out_sampler);
 void kiln_sampler_free(kiln_sampler *s);
 
