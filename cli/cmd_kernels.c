@@ -3,10 +3,12 @@
  * with its full canonical descriptor), and emptying it (--clear). */
 #include "config.h"
 
+#include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "cmd_kernels.h"
 #include "kiln/kcache.h"
@@ -25,7 +27,9 @@ static void usage(FILE *out) {
         "             key: one compiled kernel per combination) and its runtime\n"
         "             parameters (kernel arguments)\n"
         "  --list     every cached kernel with its full descriptor\n"
-        "  --clear    remove every cached kernel (only files the cache wrote)\n"
+        "  --clear    remove every cached kernel (only files the cache wrote: named\n"
+        "             like an entry and starting with its header; the rest is\n"
+        "             left and listed)\n"
         "  --dir DIR  the cache folder (default: $XDG_CACHE_HOME/kiln, else\n"
         "             ~/.cache/kiln; [kernel_cache] dir in kiln.ini)\n"
         "  -h, --help this text\n",
@@ -111,12 +115,53 @@ static void print_canonical(const char *canon) {
   }
 }
 
+static void show_left(void *user, const char *file, const char *why) {
+  (void)user;
+  printf("left %s: %s\n", file, why);
+}
+
+/* --list and --clear look at an existing folder; opening the service would
+ * create a missing one. *out_dir: the folder (malloc'd). Returns -1 to go
+ * on, else the exit status: 0 after saying there is no folder, 1 on error. */
+static int find_folder(const char *dir, char **out_dir) {
+  *out_dir = NULL;
+  char *d = NULL;
+  if (dir) {
+    d = strdup(dir);
+    if (!d) return fail(kiln_status_new(KILN_STATUS_NO_MEMORY, "out of memory"));
+  } else {
+    kiln_status st = kiln_kcache_default_dir(&d);
+    if (st) return fail(st);
+  }
+  struct stat sb;
+  if (stat(d, &sb) != 0) {
+    int e = errno;
+    int rc = 1;
+    if (e == ENOENT) {
+      printf("no cache folder at %s\n", d);
+      rc = 0;
+    } else {
+      fprintf(stderr, "kiln kernels: error: kernel cache folder %s: %s\n", d, strerror(e));
+    }
+    free(d);
+    return rc;
+  }
+  if (!S_ISDIR(sb.st_mode)) {
+    fprintf(stderr, "kiln kernels: error: kernel cache folder %s: not a folder\n", d);
+    free(d);
+    return 1;
+  }
+  *out_dir = d;
+  return -1;
+}
+
 static void show_entry(void *user, const kiln_kcache_entry_info *e) {
   list_state *ls = user;
   ls->n++;
   if (e->problem) {
     ls->n_bad++;
-    printf("%s  INVALID: %s (discarded and rebuilt when next needed)\n", e->file, e->problem);
+    printf("%s  INVALID: %s (never used: the kernel is rebuilt when needed)\n", e->file,
+           e->problem);
     return;
   }
   printf("%s  %s, %zu bytes\n", e->file, kiln_kimage_kind_name(e->image_kind), e->image_size);
@@ -130,10 +175,13 @@ int kiln_cmd_kernels(int argc, char **argv) {
     if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
       usage(stdout);
       return 0;
-    } else if (strcmp(a, "--dir") == 0 && i + 1 < argc) {
-      dir = argv[++i];
-    } else if (strncmp(a, "--dir=", 6) == 0) {
-      dir = a + 6;
+    } else if ((strcmp(a, "--dir") == 0 && i + 1 < argc) || strncmp(a, "--dir=", 6) == 0) {
+      dir = a[5] == '=' ? a + 6 : argv[++i];
+      /* An empty path would quietly mean the default folder. */
+      if (!*dir) {
+        fprintf(stderr, "kiln kernels: --dir: empty path\n");
+        return 2;
+      }
     } else if (strcmp(a, "--schema") == 0 || strcmp(a, "--list") == 0 ||
                strcmp(a, "--clear") == 0) {
       if (action) {
@@ -151,12 +199,20 @@ int kiln_cmd_kernels(int argc, char **argv) {
     usage(stderr);
     return 2;
   }
-  kiln_kcache_options o = {.dir = dir, .disk_enabled = true, .log = log_stderr};
+  bool schema = strcmp(action, "--schema") == 0;
+  char *folder = NULL;
+  if (!schema) {
+    int rc = find_folder(dir, &folder);
+    if (rc >= 0) return rc;
+  }
+  /* --schema reads no folder: the disk tier stays off, nothing is created. */
+  kiln_kcache_options o = {.dir = folder, .disk_enabled = !schema, .log = log_stderr};
   kiln_kcache *kc = NULL;
   kiln_status st = kiln_kcache_open(&o, &kc);
+  free(folder);
   if (st) return fail(st);
   int rc = 0;
-  if (strcmp(action, "--schema") == 0) {
+  if (schema) {
     st = register_builtin_templates(kc);
     rc = st ? fail(st) : show_schema(kc);
   } else if (strcmp(action, "--list") == 0) {
@@ -170,11 +226,13 @@ int kiln_cmd_kernels(int argc, char **argv) {
       putchar('\n');
     }
   } else {
-    uint32_t removed = 0;
-    st = kiln_kcache_clear(kc, &removed);
+    uint32_t removed = 0, left = 0;
+    st = kiln_kcache_clear_report(kc, show_left, NULL, &removed, &left);
+    printf("removed %" PRIu32 " file%s from %s", removed, removed == 1 ? "" : "s",
+           kiln_kcache_dir(kc));
+    if (left) printf("; left %" PRIu32 " file%s (reasons above)", left, left == 1 ? "" : "s");
+    putchar('\n');
     if (st) rc = fail(st);
-    else printf("removed %" PRIu32 " file%s from %s\n", removed, removed == 1 ? "" : "s",
-                kiln_kcache_dir(kc));
   }
   kiln_kcache_close(kc);
   return rc;

@@ -5,6 +5,8 @@
  * Each key/value is kept already encoded (the bytes that follow its type
  * field in the file), so writing is concatenation and copying a key from an
  * open file is a copy of its bytes. */
+/* O_TMPFILE (Linux) is a GNU extension in glibc's <fcntl.h>. */
+#define _GNU_SOURCE 1
 #include "config.h"
 
 #include <errno.h>
@@ -12,6 +14,7 @@
 #include <inttypes.h>
 #include <limits.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -638,21 +641,59 @@ static kiln_status io_error(const char *path, const char *step, int e) {
   return kiln_status_new(KILN_STATUS_IO, "%s: %s: %s", path, step, strerror(e));
 }
 
+/* What lstat found, for a refusal's message. */
+static const char *file_kind(mode_t m) {
+  if (S_ISLNK(m)) return "symbolic link";
+  if (S_ISDIR(m)) return "directory";
+  if (S_ISCHR(m)) return "character device";
+  if (S_ISBLK(m)) return "block device";
+  if (S_ISFIFO(m)) return "FIFO (named pipe)";
+  if (S_ISSOCK(m)) return "socket";
+  return "special file";
+}
+
+/* Refuses a target the write must not replace. The publishing rename (or
+ * link) acts on the directory entry, so a device node, FIFO or socket
+ * would be swapped for a regular file (`-o /dev/null` run as root once
+ * replaced /dev/null itself), and a symlink would be replaced rather than
+ * written through: none of these is ever what the caller meant, and
+ * following the link instead would let a planted link redirect the write.
+ * A regular file the caller may not write, or one with no write bit at all
+ * (which root's access() would let through), was made read-only on
+ * purpose and is not replaced either. *out_exists: a regular file is
+ * there. */
+static kiln_status check_target(const char *path, bool *out_exists) {
+  struct stat sb;
+  *out_exists = false;
+  if (lstat(path, &sb) != 0) {
+    if (errno == ENOENT) return NULL; /* a missing folder is reported by the create */
+    return io_error(path, "cannot check what is there", errno);
+  }
+  if (!S_ISREG(sb.st_mode))
+    return invalid("%s: is a %s; kiln writes models only to regular files", path,
+                   file_kind(sb.st_mode));
+  if (access(path, W_OK) != 0 || !(sb.st_mode & 0222))
+    return invalid("%s: is a read-only file (mode %04o); kiln does not replace it", path,
+                   (unsigned)(sb.st_mode & 07777));
+  *out_exists = true;
+  return NULL;
+}
+
+/* The folder part of path ("." for a bare name), malloc'd, or NULL. */
+static char *dir_of(const char *path) {
+  const char *slash = strrchr(path, '/');
+  if (!slash) return strdup(".");
+  if (slash == path) return strdup("/");
+  return strndup(path, (size_t)(slash - path));
+}
+
 /* Fsyncs the folder holding path, so the rename itself is durable. Some
  * file systems refuse fsync on a folder (EINVAL): that is not an error. */
 static kiln_status sync_parent(const char *path) {
-  char *dir = strdup(path);
+  char *dir = dir_of(path);
   if (!dir) return no_memory("path");
-  char *slash = strrchr(dir, '/');
-  const char *d = ".";
-  if (slash == dir) {
-    d = "/";
-  } else if (slash) {
-    *slash = '\0';
-    d = dir;
-  }
   kiln_status st = NULL;
-  int fd = open(d, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (fd >= 0) {
     if (fsync(fd) != 0 && errno != EINVAL) st = io_error(path, "fsync of its folder", errno);
     close(fd);
@@ -661,29 +702,12 @@ static kiln_status sync_parent(const char *path) {
   return st;
 }
 
-kiln_status kiln_gguf_writer_write_file(const kiln_gguf_writer *w, const char *path) {
-  if (!path || !*path) return invalid("write_file: no path");
-  uint8_t *head;
-  size_t head_len;
-  uint64_t total;
-  KILN_RETURN_IF_ERROR(encode_header(w, &head, &head_len, &total));
-
-  size_t plen = strlen(path);
-  char *tmp = malloc(plen + 16);
-  if (!tmp) {
-    free(head);
-    return no_memory("path");
-  }
-  snprintf(tmp, plen + 16, "%s.tmp-XXXXXX", path);
-  int fd = mkstemp(tmp);
-  if (fd < 0) {
-    kiln_status st = io_error(path, "cannot create a temporary file beside it", errno);
-    free(head);
-    free(tmp);
-    return st;
-  }
-  const char *step = NULL;
+/* Writes the file's bytes to fd, sets mode 0644 (whatever the umask) and
+ * fsyncs. NULL, or the step that failed with errno in *out_errno. */
+static const char *write_body(const kiln_gguf_writer *w, const uint8_t *head, size_t head_len,
+                              int fd, int *out_errno) {
   static const uint8_t zeros[256];
+  const char *step = NULL;
   if (fchmod(fd, 0644) != 0) step = "chmod of the temporary file";
   if (!step && write_all(fd, head, head_len) != 0) step = "write";
   for (size_t i = 0; !step && i < w->n_t; i++) {
@@ -697,21 +721,162 @@ kiln_status kiln_gguf_writer_write_file(const kiln_gguf_writer *w, const char *p
     }
   }
   if (!step && fsync(fd) != 0) step = "fsync";
+  *out_errno = errno;
+  return step;
+}
+
+/* Renames the finished temporary file tmp over path, after looking at
+ * path once more: what was checked before the write may have been swapped
+ * for a symlink or a device since, and the rename would replace that too.
+ * (This narrows the window to the two calls; rename(2) has no "only over a
+ * regular file" flag.) On failure tmp is removed and either *out_refused
+ * is set or the step is returned with errno in *out_errno. */
+static const char *rename_into_place(const char *tmp, const char *path, int *out_errno,
+                                     kiln_status *out_refused) {
+  bool exists;
+  *out_refused = check_target(path, &exists);
+  if (*out_refused) {
+    unlink(tmp);
+    return "refused";
+  }
+  if (rename(tmp, path) != 0) {
+    *out_errno = errno;
+    unlink(tmp);
+    return "rename of the temporary file over it";
+  }
+  return NULL;
+}
+
+/* A unique-enough name beside path for a hard link to the unnamed file:
+ * the pid tells live processes apart, the counter calls and retries. */
+static void link_name(char *buf, size_t cap, const char *path, unsigned attempt) {
+  static atomic_uint counter;
+  unsigned n = atomic_fetch_add(&counter, 1u);
+  snprintf(buf, cap, "%s.tmp-%ld-%u-%u", path, (long)getpid(), n, attempt);
+}
+
+/* Gives the unnamed (O_TMPFILE) file fd the name path. With nothing at
+ * path, one linkat() does it and can never replace anything (it fails with
+ * EEXIST instead). Over an existing file it links a temporary name and
+ * renames that over path, so readers see the old file or the new one.
+ * NULL, or the failing step with errno in *out_errno. */
+static const char *publish_unnamed(int fd, const char *path, bool exists, int *out_errno,
+                                   kiln_status *out_refused) {
+  char proc[64];
+  snprintf(proc, sizeof proc, "/proc/self/fd/%d", fd);
+  if (!exists) {
+    if (linkat(AT_FDCWD, proc, AT_FDCWD, path, AT_SYMLINK_FOLLOW) == 0) return NULL;
+    if (errno != EEXIST) {
+      *out_errno = errno;
+      return "link of the finished file into place";
+    }
+    /* Something appeared there while we wrote: judge it like any target. */
+    *out_refused = check_target(path, &exists);
+    if (*out_refused) return "refused";
+  }
+  size_t cap = strlen(path) + 64;
+  char *tmp = malloc(cap);
+  if (!tmp) {
+    *out_errno = ENOMEM;
+    return "link of the finished file beside it";
+  }
+  const char *step = "link of the finished file beside it";
+  for (unsigned attempt = 0; attempt < 100; attempt++) {
+    link_name(tmp, cap, path, attempt);
+    if (linkat(AT_FDCWD, proc, AT_FDCWD, tmp, AT_SYMLINK_FOLLOW) == 0) {
+      step = NULL;
+      break;
+    }
+    *out_errno = errno;
+    if (errno != EEXIST) break;
+  }
+  if (!step) step = rename_into_place(tmp, path, out_errno, out_refused);
+  free(tmp);
+  return step;
+}
+
+/* An unnamed file in path's folder (Linux O_TMPFILE): if the process dies
+ * before it is linked, the kernel frees it and nothing is left behind.
+ * Returns the descriptor, -1 with *out_fallback when this system or file
+ * system lacks O_TMPFILE (or /proc, which linking it needs), or -1 with
+ * errno set for a real failure (a missing folder, no permission). */
+static int open_unnamed(const char *path, bool *out_fallback) {
+  *out_fallback = true;
+#ifdef O_TMPFILE
+  if (access("/proc/self/fd", X_OK) != 0) return -1;
+  char *dir = dir_of(path);
+  if (!dir) {
+    *out_fallback = false;
+    errno = ENOMEM;
+    return -1;
+  }
+  int fd = open(dir, O_TMPFILE | O_WRONLY | O_CLOEXEC, 0644);
   int e = errno;
+  free(dir);
+  if (fd >= 0 || (e != EOPNOTSUPP && e != EISDIR && e != EINVAL)) *out_fallback = false;
+  errno = e;
+  return fd;
+#else
+  (void)path;
+  return -1;
+#endif
+}
+
+/* The portable way: a named temporary file beside path (mkstemp), renamed
+ * over it. A kill between create and rename leaves the temporary file. */
+static kiln_status write_named_temp(const kiln_gguf_writer *w, const uint8_t *head,
+                                    size_t head_len, const char *path) {
+  size_t plen = strlen(path);
+  char *tmp = malloc(plen + 16);
+  if (!tmp) return no_memory("path");
+  snprintf(tmp, plen + 16, "%s.tmp-XXXXXX", path);
+  int fd = mkstemp(tmp);
+  if (fd < 0) {
+    kiln_status st = io_error(path, "cannot create a temporary file beside it", errno);
+    free(tmp);
+    return st;
+  }
+  int e = 0;
+  kiln_status refused = NULL;
+  const char *step = write_body(w, head, head_len, fd, &e);
   if (close(fd) != 0 && !step) {
     step = "close";
     e = errno;
   }
-  if (!step && rename(tmp, path) != 0) {
-    step = "rename of the temporary file over it";
-    e = errno;
+  if (step) unlink(tmp);
+  else step = rename_into_place(tmp, path, &e, &refused);
+  free(tmp);
+  if (refused) return refused;
+  return step ? io_error(path, step, e) : NULL;
+}
+
+kiln_status kiln_gguf_writer_write_file(const kiln_gguf_writer *w, const char *path) {
+  if (!path || !*path) return invalid("write_file: no path");
+  bool exists;
+  KILN_RETURN_IF_ERROR(check_target(path, &exists));
+  uint8_t *head;
+  size_t head_len;
+  uint64_t total;
+  KILN_RETURN_IF_ERROR(encode_header(w, &head, &head_len, &total));
+
+  bool fallback;
+  int fd = open_unnamed(path, &fallback);
+  kiln_status st = NULL;
+  if (fd >= 0) {
+    int e = 0;
+    kiln_status refused = NULL;
+    const char *step = write_body(w, head, head_len, fd, &e);
+    if (!step) step = publish_unnamed(fd, path, exists, &e, &refused);
+    /* Not checked: write_body's fsync already reported any write error,
+     * and once published a failure here would claim a write that happened. */
+    close(fd);
+    if (refused) st = refused;
+    else if (step) st = io_error(path, step, e);
+  } else if (fallback) {
+    st = write_named_temp(w, head, head_len, path);
+  } else {
+    st = io_error(path, "cannot create a temporary file beside it", errno);
   }
   free(head);
-  if (step) {
-    unlink(tmp);
-    free(tmp);
-    return io_error(path, step, e);
-  }
-  free(tmp);
-  return sync_parent(path);
+  return st ? st : sync_parent(path);
 }

@@ -31,6 +31,18 @@ bool kiln__kcache_is_entry_name(const char *name) {
   return strcmp(name + 32, ".kk") == 0;
 }
 
+bool kiln__kcache_has_entry_magic(int fd) {
+  char head[sizeof entry_magic - 1];
+  size_t got = 0;
+  while (got < sizeof head) {
+    ssize_t r = pread(fd, head + got, sizeof head - got, (off_t)got);
+    if (r < 0 && errno == EINTR) continue;
+    if (r <= 0) return false;
+    got += (size_t)r;
+  }
+  return memcmp(head, entry_magic, sizeof head) == 0;
+}
+
 kiln_status kiln__kcache_entry_encode(const char *canonical, kiln_kimage_kind kind,
                                       const void *image, size_t image_size, char **out_buf,
                                       size_t *out_size) {

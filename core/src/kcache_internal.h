@@ -133,6 +133,11 @@ void kiln__kcache_disk_store(kiln_kcache *kc, const char *hex, const char *canon
                              kiln_kimage_kind kind, const void *image, size_t size);
 /* Is `name` an entry file name ("<32 lower-case hex>.kk")? */
 bool kiln__kcache_is_entry_name(const char *name);
+/* Does the open file fd begin with an entry's first line ("kiln-kcache-
+ * entry 1\n")? Every file the service writes does, temporary files
+ * included once their first bytes are out; a file without it is not the
+ * service's, whatever its name. Reads with pread (the offset is kept). */
+bool kiln__kcache_has_entry_magic(int fd);
 
 /* kcache_host.c: the service's entries in the host table (kiln/plugin.h),
  * and the service instance the host table's kcache() returns. The

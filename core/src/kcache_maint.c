@@ -1,6 +1,8 @@
 /* Maintenance of the disk tier for `kiln kernels`: listing entries (each
- * checked as a load would check it) and clearing the folder. Both touch
- * only names shaped like the service's own files. */
+ * checked as a load would check it) and clearing the folder. Listing reads
+ * only names shaped like the service's own files; clearing removes only
+ * those that also hold the service's content (a name proves nothing: a
+ * user's file once named like an entry was deleted by --clear). */
 #include "config.h"
 
 #include <dirent.h>
@@ -67,9 +69,7 @@ static void free_names(char **names, size_t n) {
   free(names);
 }
 
-static bool entry_or_tmp(const char *name) {
-  return kiln__kcache_is_entry_name(name) || is_tmp_name(name);
-}
+static bool any_name(const char *name) { return strcmp(name, ".") && strcmp(name, ".."); }
 
 kiln_status kiln_kcache_list(kiln_kcache *kc, kiln_kcache_list_fn fn, void *user) {
   if (!kc || !fn) return kiln_status_new(KILN_STATUS_INVALID_ARGUMENT, "kcache_list: NULL");
@@ -125,23 +125,94 @@ kiln_status kiln_kcache_list(kiln_kcache *kc, kiln_kcache_list_fn fn, void *user
   return NULL;
 }
 
-kiln_status kiln_kcache_clear(kiln_kcache *kc, uint32_t *out_removed) {
+/* Why `name` (in the folder) must be left alone ("" when it has vanished
+ * meanwhile), or NULL when it is one of the service's files: then *out_fd
+ * is the file opened (never through a symlink) and *out_sb its identity,
+ * checked again just before unlinking. why holds any message built. */
+static const char *not_ours(int dirfd, const char *name, int *out_fd, struct stat *out_sb,
+                            char *why, size_t cap) {
+  *out_fd = -1;
+  if (!kiln__kcache_is_entry_name(name) && !is_tmp_name(name))
+    return "not named like a cache entry";
+  struct stat sb;
+  /* Looked at before opening, so a device node is never opened. */
+  if (fstatat(dirfd, name, &sb, AT_SYMLINK_NOFOLLOW) != 0) {
+    if (errno == ENOENT) return ""; /* removed by someone else since the scan */
+    snprintf(why, cap, "cannot examine it: %s", strerror(errno));
+    return why;
+  }
+  if (S_ISLNK(sb.st_mode)) return "a symbolic link (never followed; the cache writes none)";
+  if (S_ISDIR(sb.st_mode)) return "a folder (the cache writes none)";
+  if (!S_ISREG(sb.st_mode)) return "not a regular file (the cache writes only those)";
+  int fd = openat(dirfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0) {
+    if (errno == ENOENT) return "";
+    snprintf(why, cap, "cannot open it to check its content: %s", strerror(errno));
+    return why;
+  }
+  if (fstat(fd, out_sb) != 0 || !S_ISREG(out_sb->st_mode)) {
+    close(fd);
+    return "changed while being checked";
+  }
+  if (!kiln__kcache_has_entry_magic(fd)) {
+    close(fd);
+    return "does not begin with the cache-entry header \"kiln-kcache-entry 1\" (not a "
+           "kiln cache file)";
+  }
+  *out_fd = fd;
+  return NULL;
+}
+
+kiln_status kiln_kcache_clear_report(kiln_kcache *kc, kiln_kcache_left_fn on_left, void *user,
+                                     uint32_t *out_removed, uint32_t *out_left) {
   if (!kc) return kiln_status_new(KILN_STATUS_INVALID_ARGUMENT, "kcache_clear: NULL");
   if (out_removed) *out_removed = 0;
+  if (out_left) *out_left = 0;
   char **names;
   size_t n;
-  KILN_RETURN_IF_ERROR(scan(kc, entry_or_tmp, &names, &n));
+  KILN_RETURN_IF_ERROR(scan(kc, any_name, &names, &n));
   kiln_status st = NULL;
-  uint32_t removed = 0;
+  uint32_t removed = 0, left = 0;
   for (size_t i = 0; i < n; i++) {
-    /* unlinkat never follows a symlink, and fails on a folder. The first
-     * failure is reported; the other files are still removed. */
-    if (unlinkat(kc->dirfd, names[i], 0) == 0) removed++;
-    else if (errno != ENOENT && !st)
-      st = kiln_status_new(KILN_STATUS_IO, "kernel cache: cannot remove %s/%s: %s", kc->dir,
-                           names[i], strerror(errno));
+    char buf[320];
+    int fd;
+    struct stat sb;
+    const char *why = not_ours(kc->dirfd, names[i], &fd, &sb, buf, sizeof buf);
+    if (!why) {
+      /* The name must still be the file whose content was checked: the
+       * folder may be shared with other processes. unlinkat never follows
+       * a symlink and fails on a folder. */
+      struct stat now;
+      if (fstatat(kc->dirfd, names[i], &now, AT_SYMLINK_NOFOLLOW) != 0) {
+        if (errno == ENOENT) why = ""; /* gone already: neither removed nor left */
+        else why = "changed while being checked";
+      } else if (now.st_dev != sb.st_dev || now.st_ino != sb.st_ino) {
+        why = "changed while being checked";
+      } else if (unlinkat(kc->dirfd, names[i], 0) == 0) {
+        removed++;
+      } else if (errno == ENOENT) {
+        why = "";
+      } else {
+        int e = errno;
+        snprintf(buf, sizeof buf, "cannot remove it: %s", strerror(e));
+        why = buf;
+        if (!st)
+          st = kiln_status_new(KILN_STATUS_IO, "kernel cache: cannot remove %s/%s: %s", kc->dir,
+                               names[i], strerror(e));
+      }
+      close(fd);
+    }
+    if (why && *why) {
+      left++;
+      if (on_left) on_left(user, names[i], why);
+    }
   }
   free_names(names, n);
   if (out_removed) *out_removed = removed;
+  if (out_left) *out_left = left;
   return st;
+}
+
+kiln_status kiln_kcache_clear(kiln_kcache *kc, uint32_t *out_removed) {
+  return kiln_kcache_clear_report(kc, NULL, NULL, out_removed, NULL);
 }

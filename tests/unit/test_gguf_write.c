@@ -14,11 +14,17 @@
 #include <cmocka.h>
 
 #include <dirent.h>
+#include <errno.h>
 #include <math.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "kiln/dequant.h"
 #include "kiln/gguf.h"
@@ -493,18 +499,160 @@ static void test_write_file_atomic(void **state) {
   KT_ASSERT_ERR(kiln_gguf_writer_write_file(w, sub), KILN_STATUS_IO,
                 "missing/model.gguf: cannot create a temporary file");
 
-  /* a failed rename (the target is a folder) leaves the target alone and
-   * no temporary file behind */
+  /* a target that is a folder is refused before anything is written: the
+   * folder stays, no temporary file is left behind */
   snprintf(sub, sizeof sub, "%s/taken", dir);
   assert_int_equal(mkdir(sub, 0755), 0);
-  KT_ASSERT_ERR(kiln_gguf_writer_write_file(w, sub), KILN_STATUS_IO,
-                "taken: rename of the temporary file over it");
+  KT_ASSERT_ERR(kiln_gguf_writer_write_file(w, sub), KILN_STATUS_INVALID_ARGUMENT,
+                "taken: is a directory; kiln writes models only to regular files");
   assert_int_equal(stat(sub, &sb), 0);
   assert_true(S_ISDIR(sb.st_mode));
   assert_int_equal(count_entries(dir), 2);
   KT_ASSERT_OK(kiln_gguf_open(path, &g)); /* the earlier file is intact */
   kiln_gguf_close(g);
 
+  kiln_gguf_writer_free(w);
+  kt_rm_rf(dir);
+  free(dir);
+}
+
+/* Asserts writing w to `target` is refused with `what` in the message and
+ * that the folder holds exactly `n_entries` names afterwards (nothing
+ * created beside the target). */
+static void assert_refused(const kiln_gguf_writer *w, const char *target, const char *what,
+                           const char *dir, int n_entries) {
+  KT_ASSERT_ERR(kiln_gguf_writer_write_file(w, target), KILN_STATUS_INVALID_ARGUMENT, what);
+  if (dir) assert_int_equal(count_entries(dir), n_entries);
+}
+
+/* Only a regular file is ever replaced. `kiln synth -o /dev/null` run as
+ * root once swapped the /dev/null device node for a regular file: the
+ * rename acts on the directory entry, whatever it is. Symlinks, FIFOs,
+ * devices, folders and read-only files are refused and left as they were. */
+static void test_write_file_refuses_non_regular(void **state) {
+  (void)state;
+  char *dir = kt_mkdtemp("gguf-write-special");
+  assert_non_null(dir);
+  char victim[4096], link[4096], dangling[4096], fifo[4096], ro[4096], folder[4096],
+      chr[4096];
+  snprintf(victim, sizeof victim, "%s/precious.gguf", dir);
+  snprintf(link, sizeof link, "%s/link.gguf", dir);
+  snprintf(dangling, sizeof dangling, "%s/dangling.gguf", dir);
+  snprintf(fifo, sizeof fifo, "%s/pipe.gguf", dir);
+  snprintf(ro, sizeof ro, "%s/readonly.gguf", dir);
+  snprintf(folder, sizeof folder, "%s/folder.gguf", dir);
+  snprintf(chr, sizeof chr, "%s/null.gguf", dir);
+  assert_true(kt_write_file(victim, "user data\n", 10));
+  assert_int_equal(symlink(victim, link), 0);
+  assert_int_equal(symlink("nowhere.gguf", dangling), 0);
+  assert_int_equal(mkfifo(fifo, 0644), 0);
+  assert_true(kt_write_file(ro, "read only\n", 10));
+  assert_int_equal(chmod(ro, 0444), 0);
+  assert_int_equal(mkdir(folder, 0755), 0);
+  int n = 6;
+  /* a character device like /dev/null (1,3), where we may make one */
+  bool have_chr = mknod(chr, S_IFCHR | 0666, makedev(1, 3)) == 0;
+  if (have_chr) n++;
+  else printf("  (mknod of a character device not permitted here: %s)\n", strerror(errno));
+
+  kiln_gguf_writer *w = new_writer();
+  KT_ASSERT_OK(kiln_gguf_writer_set_str(w, "general.name", "x"));
+
+  assert_refused(w, link, "link.gguf: is a symbolic link; kiln writes models only to regular files",
+                 dir, n);
+  assert_refused(w, dangling, "dangling.gguf: is a symbolic link", dir, n);
+  assert_refused(w, fifo, "pipe.gguf: is a FIFO (named pipe); kiln writes models only", dir, n);
+  assert_refused(w, folder, "folder.gguf: is a directory", dir, n);
+  assert_refused(w, ro, "readonly.gguf: is a read-only file (mode 0444)", dir, n);
+  if (have_chr)
+    assert_refused(w, chr, "null.gguf: is a character device; kiln writes models only", dir, n);
+
+  struct stat sb;
+  assert_int_equal(lstat(link, &sb), 0);
+  assert_true(S_ISLNK(sb.st_mode));
+  assert_int_equal(lstat(dangling, &sb), 0);
+  assert_true(S_ISLNK(sb.st_mode));
+  assert_int_equal(lstat(fifo, &sb), 0);
+  assert_true(S_ISFIFO(sb.st_mode));
+  assert_int_equal(lstat(folder, &sb), 0);
+  assert_true(S_ISDIR(sb.st_mode));
+  assert_int_equal(lstat(ro, &sb), 0);
+  assert_true(S_ISREG(sb.st_mode));
+  assert_int_equal(sb.st_mode & 0777, 0444);
+  if (have_chr) {
+    assert_int_equal(lstat(chr, &sb), 0);
+    assert_true(S_ISCHR(sb.st_mode));
+  }
+  size_t size;
+  char *text = read_all(victim, &size); /* the link's target is untouched */
+  assert_int_equal(size, 10);
+  assert_memory_equal(text, "user data\n", 10);
+  free(text);
+  text = read_all(ro, &size);
+  assert_int_equal(size, 10);
+  assert_memory_equal(text, "read only\n", 10);
+  free(text);
+
+  /* /dev/null itself: refused before anything is written. Only tried when
+   * not root: a non-root process cannot create anything in /dev, so even a
+   * writer without this check could not replace it. */
+  if (geteuid() != 0) {
+    assert_refused(w, "/dev/null", "/dev/null: is a character device", NULL, 0);
+    assert_int_equal(lstat("/dev/null", &sb), 0);
+    assert_true(S_ISCHR(sb.st_mode));
+  }
+
+  /* a writable regular file is still replaced */
+  KT_ASSERT_OK(kiln_gguf_writer_write_file(w, victim));
+  kiln_gguf *g;
+  KT_ASSERT_OK(kiln_gguf_open(victim, &g));
+  kiln_gguf_close(g);
+  assert_int_equal(count_entries(dir), n);
+
+  kiln_gguf_writer_free(w);
+  kt_rm_rf(dir);
+  free(dir);
+}
+
+/* A process killed in the middle of a write leaves nothing in the folder:
+ * the temporary file has no name until it is complete (O_TMPFILE). The
+ * kill is made deterministic with a file-size limit: the write that
+ * crosses it raises SIGXFSZ, whose default action ends the process. */
+static void test_write_file_killed_leaves_nothing(void **state) {
+  (void)state;
+  char *dir = kt_mkdtemp("gguf-write-kill");
+  assert_non_null(dir);
+  char path[4096];
+  snprintf(path, sizeof path, "%s/model.gguf", dir);
+  kiln_gguf_writer *w = new_writer();
+  const int64_t ne[1] = {1 << 18}; /* 1 MiB of f32 */
+  float *v = calloc((size_t)ne[0], sizeof *v);
+  assert_non_null(v);
+  KT_ASSERT_OK(kiln_gguf_writer_add_tensor_f32(w, "big", KILN_TYPE_F32, 1, ne, v));
+  free(v);
+  fflush(NULL);
+  pid_t pid = fork();
+  assert_true(pid >= 0);
+  if (pid == 0) {
+    struct rlimit fsz = {64 << 10, 64 << 10}, core = {0, 0};
+    setrlimit(RLIMIT_CORE, &core);
+    signal(SIGXFSZ, SIG_DFL);
+    if (setrlimit(RLIMIT_FSIZE, &fsz) != 0) _exit(3);
+    kiln_status st = kiln_gguf_writer_write_file(w, path);
+    _exit(st ? 1 : 0); /* not reached: SIGXFSZ ends the process first */
+  }
+  int status = 0;
+  assert_int_equal(waitpid(pid, &status, 0), pid);
+  if (!WIFSIGNALED(status) || WTERMSIG(status) != SIGXFSZ)
+    fail_msg("the writer was not killed mid-write (wait status 0x%x)", (unsigned)status);
+  if (count_entries(dir) != 0) {
+    DIR *d = opendir(dir);
+    struct dirent *e;
+    while ((e = readdir(d)))
+      if (e->d_name[0] != '.') printf("  left behind: %s\n", e->d_name);
+    closedir(d);
+    fail_msg("a killed write left files in %s", dir);
+  }
   kiln_gguf_writer_free(w);
   kt_rm_rf(dir);
   free(dir);
@@ -646,6 +794,16 @@ static void test_copy_all_qwen2(void **state) {
 }
 
 int main(void) {
+  /* What the cases read. A case whose file is missing calls skip(), which
+   * cmocka counts as a pass; so the program answers 77 (automake's SKIP)
+   * when anything is missing, unless a case that could run failed. */
+  static const char *const models[] = {
+      "ggml-vocab-llama-spm.gguf",
+      "ggml-vocab-qwen2.gguf",
+  };
+  unsigned missing = 0;
+  for (size_t i = 0; i < sizeof models / sizeof models[0]; i++)
+    missing += !kt_have_model(models[i]);
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_every_kv_type_round_trips),
       cmocka_unit_test(test_tensors_round_trip),
@@ -653,9 +811,12 @@ int main(void) {
       cmocka_unit_test(test_replace_keeps_position),
       cmocka_unit_test(test_bad_input),
       cmocka_unit_test(test_write_file_atomic),
+      cmocka_unit_test(test_write_file_refuses_non_regular),
+      cmocka_unit_test(test_write_file_killed_leaves_nothing),
       cmocka_unit_test(test_copy_vocab_llama_spm),
       cmocka_unit_test(test_copy_all_llama_spm),
       cmocka_unit_test(test_copy_all_qwen2),
   };
-  return cmocka_run_group_tests(tests, NULL, NULL);
+  int failed = cmocka_run_group_tests(tests, NULL, NULL);
+  return failed ? 1 : missing ? 77 : 0;
 }

@@ -20,7 +20,8 @@
 #include "nvrtc_compile.h"
 #include "testutil.h"
 
-/* Runs kiln_cmd_kernels with argv, capturing its stdout into *out. */
+/* Runs kiln_cmd_kernels with argv, capturing its stdout and stderr
+ * together into *out. */
 static int run(char **out, int argc, ...) {
   char *argv[16];
   va_list ap;
@@ -29,14 +30,19 @@ static int run(char **out, int argc, ...) {
   va_end(ap);
   argv[argc] = NULL;
   fflush(stdout);
-  int saved = dup(1);
+  fflush(stderr);
+  int saved = dup(1), saved_err = dup(2);
   FILE *tmp = tmpfile();
   assert_non_null(tmp);
   dup2(fileno(tmp), 1);
+  dup2(fileno(tmp), 2);
   int rc = kiln_cmd_kernels(argc, argv);
   fflush(stdout);
+  fflush(stderr);
   dup2(saved, 1);
+  dup2(saved_err, 2);
   close(saved);
+  close(saved_err);
   long n = ftell(tmp);
   if (n < 0) n = 0;
   fseek(tmp, 0, SEEK_END);
@@ -121,8 +127,9 @@ static void test_list_and_clear(void **state) {
   char keep[512], junk[512];
   snprintf(keep, sizeof keep, "%s/notes.txt", dir);
   assert_true(kt_write_file(keep, "mine", 4));
+  /* a user's file that happens to be named like an entry */
   snprintf(junk, sizeof junk, "%s/0123456789abcdef0123456789abcdef.kk", dir);
-  assert_true(kt_write_file(junk, "junk", 4));
+  assert_true(kt_write_file(junk, "precious\n", 9));
 
   char *out;
   assert_int_equal(run(&out, 4, "kernels", "--dir", dir, "--list"), 0);
@@ -143,13 +150,86 @@ static void test_list_and_clear(void **state) {
   assert_int_equal(run(&out, 3, "kernels", "--clear", dirarg), 1);
   free(out);
   snprintf(dirarg, sizeof dirarg, "--dir=%s", dir);
+  /* --clear removes the two entries the cache wrote; the file --list
+   * called INVALID is not a cache file (no entry header): it stays, and
+   * the report says so and why */
   assert_int_equal(run(&out, 3, "kernels", "--clear", dirarg), 0);
-  assert_non_null(strstr(out, "removed 3 files from "));
+  printf("%s", out);
+  assert_non_null(strstr(out, "removed 2 files from "));
+  assert_non_null(strstr(out, "; left 2 files (reasons above)"));
+  assert_non_null(strstr(out, "left 0123456789abcdef0123456789abcdef.kk: does not begin with "
+                              "the cache-entry header"));
+  assert_non_null(strstr(out, "left notes.txt: not named like a cache entry"));
   free(out);
   assert_int_equal(access(keep, F_OK), 0);
-  assert_int_equal(access(junk, F_OK), -1);
+  size_t n;
+  char *text = NULL;
+  FILE *f = fopen(junk, "rb");
+  assert_non_null(f);
+  text = calloc(1, 64);
+  n = fread(text, 1, 63, f);
+  fclose(f);
+  assert_int_equal(n, 9);
+  assert_string_equal(text, "precious\n");
+  free(text);
   assert_int_equal(run(&out, 3, "kernels", dirarg, "--list"), 0);
-  assert_non_null(strstr(out, "0 cached kernels in "));
+  assert_non_null(strstr(out, "1 cached kernel in "));
+  assert_non_null(strstr(out, "(1 invalid)"));
+  free(out);
+  kt_rm_rf(dir);
+  free(dir);
+}
+
+/* --list and --clear only look: a folder that is not there is reported,
+ * never created (neither a --dir nor the default one), and --schema needs
+ * no folder at all. An empty --dir is an error, not the default folder. */
+static void test_missing_folder_not_created(void **state) {
+  (void)state;
+  char *dir = kt_mkdtemp("kcache-cli-absent");
+  char parent[512], absent[600], want[700], xdg[512], xdg_kiln[600];
+  snprintf(parent, sizeof parent, "%s/absent", dir);
+  snprintf(absent, sizeof absent, "%s/cache", parent);
+  snprintf(want, sizeof want, "no cache folder at %s\n", absent);
+  static const char *const actions[] = {"--list", "--clear", "--schema"};
+  for (int i = 0; i < 3; i++) {
+    char *out;
+    assert_int_equal(run(&out, 4, "kernels", "--dir", absent, actions[i]), 0);
+    if (i < 2 && !strstr(out, want)) fail_msg("%s: no \"%s\" in:\n%s", actions[i], want, out);
+    free(out);
+    if (access(parent, F_OK) == 0) fail_msg("kiln kernels %s created %s", actions[i], parent);
+  }
+
+  /* the default folder ($XDG_CACHE_HOME/kiln) is not created either */
+  char *saved = getenv("XDG_CACHE_HOME") ? strdup(getenv("XDG_CACHE_HOME")) : NULL;
+  snprintf(xdg, sizeof xdg, "%s/xdg", dir);
+  snprintf(xdg_kiln, sizeof xdg_kiln, "no cache folder at %s/kiln\n", xdg);
+  setenv("XDG_CACHE_HOME", xdg, 1);
+  char *out;
+  assert_int_equal(run(&out, 2, "kernels", "--list"), 0);
+  assert_non_null(strstr(out, xdg_kiln));
+  free(out);
+  assert_int_equal(run(&out, 2, "kernels", "--clear"), 0);
+  assert_non_null(strstr(out, xdg_kiln));
+  free(out);
+
+  /* an empty --dir is refused, not taken as the default */
+  assert_int_equal(run(&out, 4, "kernels", "--dir", "", "--list"), 2);
+  assert_non_null(strstr(out, "--dir: empty path"));
+  free(out);
+  assert_int_equal(run(&out, 3, "kernels", "--dir=", "--clear"), 2);
+  assert_non_null(strstr(out, "--dir: empty path"));
+  free(out);
+  assert_int_equal(access(xdg, F_OK), -1);
+  if (saved) setenv("XDG_CACHE_HOME", saved, 1);
+  else unsetenv("XDG_CACHE_HOME");
+  free(saved);
+
+  /* a path that is a file, not a folder: an error, nothing created */
+  char file[600];
+  snprintf(file, sizeof file, "%s/plain", dir);
+  assert_true(kt_write_file(file, "x", 1));
+  assert_int_equal(run(&out, 4, "kernels", "--dir", file, "--list"), 1);
+  assert_non_null(strstr(out, "not a folder"));
   free(out);
   kt_rm_rf(dir);
   free(dir);
@@ -172,6 +252,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_schema_lists_eps),
       cmocka_unit_test(test_list_and_clear),
+      cmocka_unit_test(test_missing_folder_not_created),
       cmocka_unit_test(test_usage),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

@@ -344,6 +344,79 @@ static void test_damaged_entries(void **state) {
   kiln_kcache_close(ref.kc);
 }
 
+/* A kiln_kcache_left_fn: "<file>: <why>" lines into the kt_log user. */
+static void log_left(void *user, const char *file, const char *why) {
+  char line[700];
+  snprintf(line, sizeof line, "%s: %s", file, why);
+  kt_log_sink(user, 1, line);
+}
+
+/* clear decides by content, not by name: a user's file that happens to be
+ * named like an entry (or like a temporary file) stays, and is reported;
+ * real entries, damaged ones (they still begin with the entry header) and
+ * the service's leftover temporary files go. `kiln kernels --clear` once
+ * deleted a text file named like an entry that --list had just called
+ * INVALID. */
+static void test_clear_checks_content(void **state) {
+  (void)state;
+  char *dir = kt_mkdtemp("kcache-clear");
+  char *buf;
+  size_t n;
+  KT_ASSERT_OK(kiln__kcache_entry_encode("template t\n", KILN_KIMAGE_PTX, "ptx", 3, &buf, &n));
+  static const char hex[] = "0123456789abcdef0123456789abcdef";
+  static const struct {
+    const char *name, *content; /* NULL content: the encoded entry */
+    size_t len;                 /* 0: strlen(content), or the whole entry */
+    bool removed;
+    const char *why;
+  } files[] = {
+      {"%s.kk", NULL, 0, true, NULL},                   /* a real entry */
+      {"%s.kk.tmp.12.3", NULL, 40, true, NULL},         /* a partial temporary file */
+      {"1%.31s.kk", NULL, 100, true, NULL},             /* a damaged (truncated) entry */
+      {"2%.31s.kk", "precious\n", 0, false, "does not begin with the cache-entry header"},
+      {"3%.31s.kk", "kiln-kc", 0, false, "does not begin with the cache-entry header"},
+      {"4%.31s.kk", "", 0, false, "does not begin with the cache-entry header"},
+      {"%s.kk.tmp.99.1", "my notes\n", 0, false, "does not begin with the cache-entry header"},
+      {"%s.kk.bak", NULL, 0, false, "not named like a cache entry"},
+      {"notes%.0s.txt", "mine\n", 0, false, "not named like a cache entry"},
+  };
+  size_t nf = sizeof files / sizeof files[0];
+  char path[600], name[128];
+  for (size_t i = 0; i < nf; i++) {
+    snprintf(name, sizeof name, files[i].name, hex);
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    const char *c = files[i].content ? files[i].content : buf;
+    size_t len = files[i].len ? files[i].len : files[i].content ? strlen(c) : n;
+    assert_true(kt_write_file(path, c, len));
+  }
+  kiln_kcache *kc = kt_kcache_open(dir, NULL);
+  uint32_t removed = 0, left = 0;
+  kt_log why = {0};
+  KT_ASSERT_OK(kiln_kcache_clear_report(kc, log_left, &why, &removed, &left));
+  printf("%s", why.text);
+  assert_int_equal(removed, 3);
+  assert_int_equal(left, nf - 3);
+  for (size_t i = 0; i < nf; i++) {
+    snprintf(name, sizeof name, files[i].name, hex);
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    if (files[i].removed) {
+      if (access(path, F_OK) == 0) fail_msg("%s was not removed", name);
+      continue;
+    }
+    if (access(path, F_OK) != 0) fail_msg("%s, not a cache file, was removed", name);
+    char line[300];
+    snprintf(line, sizeof line, "%s: %s", name, files[i].why);
+    if (!strstr(why.text, line)) fail_msg("no \"%s\" in the report:\n%s", line, why.text);
+  }
+  /* the plain call does the same (nothing more to remove) */
+  KT_ASSERT_OK(kiln_kcache_clear(kc, &removed));
+  assert_int_equal(removed, 0);
+  kiln_kcache_close(kc);
+  free(buf);
+  kt_rm_rf(dir);
+  free(dir);
+}
+
 /* A symlink, a folder and a FIFO where an entry belongs: none is followed
  * or damaged; the link and the FIFO are replaced by a real entry; the
  * folder stays and the kernel is still served from memory. */
@@ -391,23 +464,34 @@ static void test_hostile_files(void **state) {
   assert_true(S_ISREG(sb.st_mode));
   assert_int_equal(stats(&s).write_failures, 1);
 
-  /* clear: removes entries (a link named like one is unlinked, not its
-   * target), leaves the folder-named-like-an-entry and everything else. */
+  /* clear: removes the real entry (the FIFO's replacement); leaves the
+   * link named like an entry (neither followed nor unlinked: the cache
+   * writes no links), the folder named like one, and everything else, each
+   * reported with its reason. */
   char keep[512];
   snprintf(keep, sizeof keep, "%s/notes.txt", dir);
   assert_true(kt_write_file(keep, "mine", 4));
   unlink(p1);
   assert_int_equal(symlink(victim, p1), 0);
-  uint32_t removed = 0;
-  kiln_status st = kiln_kcache_clear(s.kc, &removed);
-  assert_non_null(st); /* the folder cannot be unlinked: reported, by name */
-  assert_non_null(strstr(kiln_status_message(st), p2 + strlen(dir) + 1));
-  kiln_status_free(st);
-  assert_int_equal(removed, 2); /* the link (not its target) and the FIFO's replacement */
+  uint32_t removed = 0, left = 0;
+  kt_log why = {0};
+  KT_ASSERT_OK(kiln_kcache_clear_report(s.kc, log_left, &why, &removed, &left));
+  printf("left: %s", why.text);
+  assert_int_equal(removed, 1);
+  assert_int_equal(left, 3);
+  char line[700];
+  snprintf(line, sizeof line, "%s: a symbolic link", p1 + strlen(dir) + 1);
+  assert_non_null(strstr(why.text, line));
+  snprintf(line, sizeof line, "%s: a folder", p2 + strlen(dir) + 1);
+  assert_non_null(strstr(why.text, line));
+  assert_non_null(strstr(why.text, "notes.txt: not named like a cache entry"));
   struct stat lb;
-  assert_int_equal(lstat(p1, &lb), -1);
+  assert_int_equal(lstat(p1, &lb), 0);
+  assert_true(S_ISLNK(lb.st_mode));
   assert_int_equal(lstat(p3, &lb), -1);
-  assert_int_equal(access(victim, F_OK), 0);
+  v = slurp(victim, &n);
+  assert_string_equal(v, "user data\n");
+  free(v);
   assert_int_equal(access(keep, F_OK), 0);
   assert_int_equal(access(inner, F_OK), 0);
   kiln_kcache_close(s.kc);
@@ -472,6 +556,7 @@ int main(void) {
       cmocka_unit_test(test_foreign_fingerprints),
       cmocka_unit_test(test_damaged_entries),
       cmocka_unit_test(test_hostile_files),
+      cmocka_unit_test(test_clear_checks_content),
       cmocka_unit_test(test_disk_tier_off),
       cmocka_unit_test(test_default_dir),
   };

@@ -209,6 +209,27 @@ static void test_model_without_vocabulary(void **state) {
 }
 
 int main(void) {
+  /* What the cases read. A case whose file is missing calls skip(), which
+   * cmocka counts as a pass; so the program answers 77 (automake's SKIP)
+   * when anything is missing, unless a case that could run failed. */
+  static const char *const models[] = {
+      "ggml-vocab-llama-spm.gguf",
+      "stories260K.gguf",
+      "llama-2-tiny-random.gguf",
+      "tiny-qwen3-q8_0.gguf",
+  };
+  unsigned missing = 0;
+  for (size_t i = 0; i < sizeof models / sizeof models[0]; i++)
+    missing += !kt_have_model(models[i]);
+  static const char *const tokenizer_files[] = {
+      "llama-spm/ggml-vocab-llama-spm.gguf.inp",
+      "llama-spm/ggml-vocab-llama-spm.gguf.out",
+  };
+  for (size_t i = 0; i < sizeof tokenizer_files / sizeof tokenizer_files[0]; i++) {
+    char *p = kt_tokenizer_path(tokenizer_files[i]);
+    missing += !p;
+    free(p);
+  }
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_llama_cpp_cases),
       cmocka_unit_test(test_llama_spm_extra),
@@ -218,5 +239,6 @@ int main(void) {
       cmocka_unit_test(test_llama2_model_file),
       cmocka_unit_test(test_model_without_vocabulary),
   };
-  return cmocka_run_group_tests(tests, NULL, NULL);
+  int failed = cmocka_run_group_tests(tests, NULL, NULL);
+  return failed ? 1 : missing ? 77 : 0;
 }

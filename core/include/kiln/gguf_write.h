@@ -143,9 +143,17 @@ kiln_status kiln_gguf_writer_write_memory(const kiln_gguf_writer *w, void **out_
 
 /* Writes the file atomically: into a temporary file in the same folder,
  * fsync'd, then renamed over `path` (and the folder fsync'd), so a failed
- * write never leaves a partial file nor clobbers an existing one. The file
- * gets mode 0644. KILN_STATUS_IO naming the path, the step and errno's
- * message on failure. */
+ * write never leaves a partial file nor clobbers an existing one. On Linux
+ * the temporary file is unnamed (O_TMPFILE) until it is complete, so a
+ * process killed mid-write leaves nothing behind; elsewhere, or on a file
+ * system without O_TMPFILE, it is a named "<path>.tmp-XXXXXX". The file
+ * gets mode 0644.
+ * Only a regular file is ever replaced: KILN_STATUS_INVALID_ARGUMENT naming
+ * the path and what is there when it is a symbolic link (never followed,
+ * never replaced), a directory, a device, a FIFO or a socket, or a regular
+ * file that is read-only (not writable by the caller, or no write bit at
+ * all); nothing is written then. KILN_STATUS_IO naming the path, the step
+ * and errno's message on any other failure. */
 kiln_status kiln_gguf_writer_write_file(const kiln_gguf_writer *w, const char *path);
 
 #ifdef __cplusplus

@@ -93,8 +93,8 @@
  * entry, a new entry, or none, never a partial one. The service opens only
  * names it forms from keys, with O_NOFOLLOW, relative to the folder it
  * opened at kiln_kcache_open(); it never follows a path read from a file,
- * and it removes (--clear) only files named like entries or its own
- * temporary files.
+ * and it removes (--clear) only regular files named like entries or its
+ * own temporary files whose content begins with the entry's first line.
  *
  * Ownership: the service owns registered copies of templates, compilers,
  * kernels and their images. A kiln_kdesc is the caller's until
@@ -376,13 +376,28 @@ typedef void (*kiln_kcache_list_fn)(void *user, const kiln_kcache_entry_info *e)
  * with the disk tier off, KILN_STATUS_IO if the folder cannot be read. */
 kiln_status kiln_kcache_list(kiln_kcache *kc, kiln_kcache_list_fn fn, void *user);
 
-/* Removes every file of the folder named like an entry ("<32 hex>.kk"),
- * and the service's leftover temporary files; touches nothing else (not
- * even symlink targets: a link named like an entry is unlinked). Stores the
- * number removed in *out_removed (may be NULL). Memory tiers are kept.
+/* A file kiln_kcache_clear_report() left in the folder: its name inside
+ * the folder and why it was left ("not named like a cache entry", "a
+ * symbolic link (never followed)", "does not begin with the cache-entry
+ * header", ...). */
+typedef void (*kiln_kcache_left_fn)(void *user, const char *file, const char *why);
+
+/* Removes the service's files from the folder and touches nothing else. A
+ * file is removed only if it is a regular file (a symlink is neither
+ * followed nor unlinked), is named like an entry ("<32 hex>.kk") or like
+ * the service's temporary files ("<32 hex>.kk.tmp.<pid>.<n>"), and its
+ * content begins with the entry's first line ("kiln-kcache-entry 1"): a
+ * damaged entry still does and is removed; a file merely named like one
+ * (a user's, a copy of something else) does not and stays. Every file
+ * left is passed to on_left (may be NULL) with the reason. The counts go
+ * to *out_removed and *out_left (each may be NULL). Memory tiers are kept.
  * Errors: KILN_STATUS_UNSUPPORTED with the disk tier off, KILN_STATUS_IO
- * naming the first file that could not be removed (the others are still
- * removed). */
+ * when the folder cannot be read, or naming the first file that could not
+ * be removed (counted as left; the others are still processed). */
+kiln_status kiln_kcache_clear_report(kiln_kcache *kc, kiln_kcache_left_fn on_left, void *user,
+                                     uint32_t *out_removed, uint32_t *out_left);
+
+/* kiln_kcache_clear_report() without the report of what was left. */
 kiln_status kiln_kcache_clear(kiln_kcache *kc, uint32_t *out_removed);
 
 /* "sm_<major><minor>" for a compute capability, the exact arch string of
