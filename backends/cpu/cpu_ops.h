@@ -67,11 +67,13 @@ typedef struct cpu_io {
  * Missing or malformed operands are left to cpu_node_validate(). */
 kiln_status cpu_node_supports(const cpu_ctx *ctx, const kiln_node *node);
 
-/* Static checks of a node (plan time): operands present, types supported,
- * shapes consistent with each other and with each tensor's nbytes, params
- * valid (eps finite and >= 0, n_rot even and <= head_dim, n_head % n_head_kv
- * == 0, ...). KILN_STATUS_INVALID_ARGUMENT (UNSUPPORTED for a type or mode
- * the backend lacks) naming the node. */
+/* Static checks of a node (plan time): cpu_node_supports(), then the
+ * checks every backend shares (backends/common/node_check.h: operands
+ * present, shapes consistent with each other and with each tensor's
+ * nbytes, params valid: eps finite and > 0, n_rot even and <= head_dim,
+ * n_head % n_head_kv == 0, ...). KILN_STATUS_UNSUPPORTED for a type or
+ * mode the backend lacks, KILN_STATUS_INVALID_ARGUMENT for a malformed
+ * node; either names the node. */
 kiln_status cpu_node_validate(const cpu_ctx *ctx, const kiln_node *node);
 
 /* Runs one node: validates it (as above), checks the step (n_tokens within

@@ -27,7 +27,9 @@ backends_cpu_libkilncpuops_la_SOURCES = \
 # build or on which cpu_dot.h clone (SSE2 or AVX2) runs.
 backends_cpu_libkilncpuops_la_CFLAGS = $(AM_CFLAGS) -fno-math-errno -ffp-contract=off \
 	-ftree-vectorize -fvect-cost-model=dynamic
-backends_cpu_libkilncpuops_la_LIBADD = -lm
+backends_cpu_libkilncpuops_la_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/backends/common
+# The node's structure is checked by backends/common, as in every backend.
+backends_cpu_libkilncpuops_la_LIBADD = backends/common/libkilnnodecheck.la -lm
 
 pkglib_LTLIBRARIES += kiln-cpu.la
 kiln_cpu_la_SOURCES = backends/cpu/cpu_entry.c

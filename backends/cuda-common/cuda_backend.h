@@ -1,7 +1,7 @@
 /* The part of the CUDA backend plugins they share: everything behind the
  * ops table (kiln/plugin.h). Each plugin (backends/cuda-serial,
- * cuda-batched, cuda-cc120) is an entry table naming these functions, its
- * config keys and a kiln_cuda_flavor saying how it differs:
+ * cuda-batched, cuda-cc120) is one KILN_CUDA_PLUGIN_ENTRY (below): its
+ * name, its config keys and a kiln_cuda_flavor saying how it differs:
  *
  *   cuda-serial   prefill runs the decode path one token at a time;
  *                 RMSNorm is rmsnorm_row_vec (float4 rows).
@@ -145,6 +145,53 @@ kiln_status kiln_cuda_buffer_download(void *backend, void *buf, uint64_t offset,
 kiln_status kiln_cuda_prepare(void *backend, const kiln_node *node);
 kiln_status kiln_cuda_run(void *backend, const kiln_step *step);
 kiln_status kiln_cuda_sync(void *backend);
+
+/* ---- the entry table ---- */
+
+/* Defines a CUDA plugin's entry (kiln/plugin.h) at file scope: its flavor,
+ * its init() (kiln_cuda_init with that flavor) and the exported
+ * kiln_backend_entry, whose every op is the cuda-common function above.
+ *   NAME, DESCRIPTION  string literals: the plugin (kiln-NAME.so, config
+ *                      section [NAME], the flavor's name) and its line in
+ *                      `kiln backends`;
+ *   KEYS               an array (not a pointer) of the kiln_config_key the
+ *                      plugin declares (cuda_config_keys.h), agreeing with
+ *                      the flavor's has_gemm_keys / has_allow_lower_cc;
+ *   ...                the kiln_cuda_flavor's designated initializers
+ *                      beyond .name; a field left out is 0 / false (any
+ *                      compute capability, no gemm or allow_lower_cc keys).
+ * Each plugin's entry file is one use of it, so the entry files hold only
+ * how the plugins differ. */
+#define KILN_CUDA_PLUGIN_ENTRY(NAME, DESCRIPTION, KEYS, ...)                  \
+  static const kiln_cuda_flavor kiln_cuda_entry_flavor = {.name = NAME,       \
+                                                          __VA_ARGS__};       \
+  static kiln_status kiln_cuda_entry_init(const kiln_host_api *host,          \
+                                          void **out_plugin) {                \
+    return kiln_cuda_init(&kiln_cuda_entry_flavor, host, out_plugin);         \
+  }                                                                           \
+  const kiln_backend_ops kiln_backend_entry = {                               \
+      .abi_major = KILN_PLUGIN_ABI_MAJOR,                                     \
+      .abi_minor = KILN_PLUGIN_ABI_MINOR,                                     \
+      .struct_size = sizeof(kiln_backend_ops),                                \
+      .name = NAME,                                                           \
+      .description = DESCRIPTION,                                             \
+      .config_keys = KEYS,                                                    \
+      .n_config_keys = sizeof KEYS / sizeof KEYS[0],                          \
+      .init = kiln_cuda_entry_init,                                           \
+      .fini = kiln_cuda_fini,                                                 \
+      .probe = kiln_cuda_probe,                                               \
+      .open = kiln_cuda_open,                                                 \
+      .close = kiln_cuda_close,                                               \
+      .supports = kiln_cuda_supports,                                         \
+      .buffer_alloc = kiln_cuda_buffer_alloc,                                 \
+      .buffer_map_weight = NULL, /* device memory: weights are copied */      \
+      .buffer_free = kiln_cuda_buffer_free,                                   \
+      .buffer_upload = kiln_cuda_buffer_upload,                               \
+      .buffer_download = kiln_cuda_buffer_download,                           \
+      .prepare = kiln_cuda_prepare,                                           \
+      .run = kiln_cuda_run,                                                   \
+      .sync = kiln_cuda_sync,                                                 \
+  }
 
 /* ---- internals ---- */
 

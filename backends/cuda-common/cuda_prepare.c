@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "cuda_backend.h"
+#include "node_check.h"
 #include "op_describe.h"
 
 /* Fixed launch shapes of the kernels with a baked block size; fixed so the
@@ -25,8 +26,8 @@ kiln_status kiln_cuda_supports(void *backend, const kiln_node *node) {
 static kiln_status state_slot(kiln_cuda_backend *be, const kiln_node *node,
                               kiln_cuda_node_state **out) {
   if (node->id < 0)
-    return kiln_cuda_node_error(be->host, KILN_STATUS_INVALID_ARGUMENT, node, "node id %d",
-                                (int)node->id);
+    return kiln_node_error(be->host, KILN_STATUS_INVALID_ARGUMENT, node, "node id %d",
+                           (int)node->id);
   uint32_t id = (uint32_t)node->id;
   if (id >= be->n_states) {
     uint32_t n = be->n_states ? be->n_states : 64;
@@ -143,7 +144,7 @@ kiln_status kiln_cuda_prepare(void *backend, const kiln_node *node) {
   case KILN_OP_STORE_KV:
     break; /* a device-to-device copy: no kernel */
   default:
-    st = kiln_cuda_node_error(host, KILN_STATUS_UNSUPPORTED, node, "op id %d", (int)node->op);
+    st = kiln_node_error(host, KILN_STATUS_UNSUPPORTED, node, "op id %d", (int)node->op);
   }
   if (st) {
     memset(ns, 0, sizeof *ns);

@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "cuda_backend.h"
+#include "node_check.h"
 #include "op_describe.h"
 
 /* Grid of a grid-stride kernel over n items. */
@@ -29,9 +30,9 @@ static kiln_status node_state(const kiln_cuda_backend *be, const kiln_node *node
                               const kiln_cuda_node_state **out) {
   if (node->id < 0 || (uint32_t)node->id >= be->n_states || be->states[node->id].node != node ||
       memcmp(&be->states[node->id].snap, node, sizeof *node) != 0)
-    return kiln_cuda_node_error(be->host, KILN_STATUS_INVALID_ARGUMENT, node,
-                                "was not prepared on %s (or changed since prepare())",
-                                be->fl->name);
+    return kiln_node_error(be->host, KILN_STATUS_INVALID_ARGUMENT, node,
+                           "was not prepared on %s (or changed since prepare())",
+                           be->fl->name);
   *out = &be->states[node->id];
   return NULL;
 }
@@ -42,14 +43,14 @@ static kiln_status buffer_of(const kiln_cuda_backend *be, const kiln_step *step,
                              const kiln_cuda_buffer **out) {
   const kiln_cuda_buffer *b = t->id >= 0 ? step->bufs[t->id] : NULL;
   if (!b)
-    return kiln_cuda_node_error(be->host, KILN_STATUS_INVALID_ARGUMENT, node,
-                                "tensor '%.*s' (id %d) has no %s buffer", KILN_NAME_MAX, t->name,
-                                (int)t->id, be->fl->name);
+    return kiln_node_error(be->host, KILN_STATUS_INVALID_ARGUMENT, node,
+                           "tensor '%.*s' (id %d) has no %s buffer", KILN_NAME_MAX, t->name,
+                           (int)t->id, be->fl->name);
   if (b->nbytes < t->nbytes)
-    return kiln_cuda_node_error(be->host, KILN_STATUS_INVALID_ARGUMENT, node,
-                                "buffer of '%.*s' holds %llu bytes, the tensor %llu",
-                                KILN_NAME_MAX, t->name, (unsigned long long)b->nbytes,
-                                (unsigned long long)t->nbytes);
+    return kiln_node_error(be->host, KILN_STATUS_INVALID_ARGUMENT, node,
+                           "buffer of '%.*s' holds %llu bytes, the tensor %llu",
+                           KILN_NAME_MAX, t->name, (unsigned long long)b->nbytes,
+                           (unsigned long long)t->nbytes);
   *out = b;
   return NULL;
 }
@@ -66,9 +67,9 @@ static kiln_status check_cols(const kiln_cuda_backend *be, const kiln_node *node
                               const kiln_tensor *t, int64_t cols_needed) {
   int64_t cap = t->role == KILN_ROLE_INPUT ? t->ne[0] : t->ne[1];
   if (cols_needed > cap)
-    return kiln_cuda_node_error(be->host, KILN_STATUS_OUT_OF_RANGE, node,
-                                "the step needs %lld columns of '%.*s', which holds %lld",
-                                (long long)cols_needed, KILN_NAME_MAX, t->name, (long long)cap);
+    return kiln_node_error(be->host, KILN_STATUS_OUT_OF_RANGE, node,
+                           "the step needs %lld columns of '%.*s', which holds %lld",
+                           (long long)cols_needed, KILN_NAME_MAX, t->name, (long long)cap);
   return NULL;
 }
 
@@ -77,17 +78,17 @@ static kiln_status run_get_rows(kiln_cuda_backend *be, const kiln_node *node,
                                 int32_t n, int32_t col, int32_t pos0) {
   const kiln_tensor *table = node->src[0], *ids = node->src[1];
   if (!b[1]->host_ids)
-    return kiln_cuda_node_error(be->host, KILN_STATUS_INVALID_ARGUMENT, node,
-                                "token ids '%.*s' must be an I32 INPUT tensor", KILN_NAME_MAX,
-                                ids->name);
+    return kiln_node_error(be->host, KILN_STATUS_INVALID_ARGUMENT, node,
+                           "token ids '%.*s' must be an I32 INPUT tensor", KILN_NAME_MAX,
+                           ids->name);
   for (int32_t t = 0; t < n; t++) {
     int32_t id = b[1]->host_ids[col + t];
     if (id < 0 || id >= table->ne[1])
-      return kiln_cuda_node_error(be->host, KILN_STATUS_OUT_OF_RANGE, node,
-                                  "token id %d (batch index %d, position %d) is outside [0, %lld), "
-                                  "the rows of '%.*s'",
-                                  (int)id, (int)(col + t), (int)(pos0 + t), (long long)table->ne[1],
-                                  KILN_NAME_MAX, table->name);
+      return kiln_node_error(be->host, KILN_STATUS_OUT_OF_RANGE, node,
+                             "token id %d (batch index %d, position %d) is outside [0, %lld), "
+                             "the rows of '%.*s'",
+                             (int)id, (int)(col + t), (int)(pos0 + t), (long long)table->ne[1],
+                             KILN_NAME_MAX, table->name);
   }
   CUdeviceptr w = b[0]->ptr, idp = col_ptr(b[1], ids, col), y = col_ptr(b[4], node->dst, col);
   void *args[] = {&w, &idp, &y, &n};
@@ -198,8 +199,8 @@ static kiln_status run_node(kiln_cuda_backend *be, const kiln_step *step, const 
   case KILN_OP_SWIGLU:
   case KILN_OP_ADD: return run_eltwise(be, node, ns, b, n, col);
   default:
-    return kiln_cuda_node_error(be->host, KILN_STATUS_UNSUPPORTED, node, "op id %d",
-                                (int)node->op);
+    return kiln_node_error(be->host, KILN_STATUS_UNSUPPORTED, node, "op id %d",
+                           (int)node->op);
   }
 }
 

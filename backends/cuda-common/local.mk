@@ -58,8 +58,9 @@ backends_cuda_common_libkilncudacommon_la_SOURCES = \
 	backends/cuda-common/cuda_run.c \
 	backends/cuda-common/cuda_gemm.c
 backends_cuda_common_libkilncudacommon_la_CPPFLAGS = $(AM_CPPFLAGS) $(CUDA_CPPFLAGS) \
-	-I$(top_builddir)/backends/cuda-common/kernels
-backends_cuda_common_libkilncudacommon_la_LIBADD = $(NVRTC_LIBS) $(CUBLAS_LIBS) -ldl -lm
+	-I$(top_srcdir)/backends/common -I$(top_builddir)/backends/cuda-common/kernels
+backends_cuda_common_libkilncudacommon_la_LIBADD = backends/common/libkilnnodecheck.la \
+	$(NVRTC_LIBS) $(CUBLAS_LIBS) -ldl -lm
 # The generated template text must exist before kernel_templates.c compiles.
 $(backends_cuda_common_libkilncudacommon_la_OBJECTS): $(kiln_cuda_template_incs)
 endif

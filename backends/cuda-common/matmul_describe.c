@@ -4,6 +4,7 @@
 #include "config.h"
 
 #include "kernel_templates.h"
+#include "node_check.h"
 #include "op_describe.h"
 
 static kiln_status finish(const kiln_host_api *host, kiln_status st, kiln_kdesc *d,
@@ -20,9 +21,9 @@ static kiln_status check_threads(const kiln_host_api *host, const kiln_node *nod
                                   const char *what, uint32_t v, uint32_t lo, uint32_t hi,
                                   bool multiple_of_32) {
   if (v < lo || v > hi || (multiple_of_32 && v % 32 != 0))
-    return kiln_cuda_node_error(host, KILN_STATUS_INVALID_ARGUMENT, node,
-                                "%s %u is outside %u..%u%s", what, v, lo, hi,
-                                multiple_of_32 ? " or not a multiple of 32" : "");
+    return kiln_node_error(host, KILN_STATUS_INVALID_ARGUMENT, node,
+                           "%s %u is outside %u..%u%s", what, v, lo, hi,
+                           multiple_of_32 ? " or not a multiple of 32" : "");
   return NULL;
 }
 
@@ -31,7 +32,7 @@ kiln_status kiln_cuda_matvec_describe(const kiln_host_api *host, kiln_kcompiler 
                                       kiln_kdesc **out_desc) {
   KILN_RETURN_IF_ERROR(kiln_cuda_node_check(host, node));
   if (node->op != KILN_OP_MUL_MAT)
-    return kiln_cuda_node_error(host, KILN_STATUS_INVALID_ARGUMENT, node, "not a mul_mat");
+    return kiln_node_error(host, KILN_STATUS_INVALID_ARGUMENT, node, "not a mul_mat");
   KILN_RETURN_IF_ERROR(check_threads(host, node, "rows_per_block", rows_per_block, 1, 32, false));
   kiln_kdesc *d = NULL;
   KILN_RETURN_IF_ERROR(host->kdesc_new(compiler, KILN_CUDA_T_MATVEC, &d));
@@ -46,7 +47,7 @@ kiln_status kiln_cuda_dequant_describe(const kiln_host_api *host, kiln_kcompiler
                                        kiln_kdesc **out_desc) {
   KILN_RETURN_IF_ERROR(kiln_cuda_node_check(host, node));
   if (node->op != KILN_OP_MUL_MAT)
-    return kiln_cuda_node_error(host, KILN_STATUS_INVALID_ARGUMENT, node, "not a mul_mat");
+    return kiln_node_error(host, KILN_STATUS_INVALID_ARGUMENT, node, "not a mul_mat");
   KILN_RETURN_IF_ERROR(check_threads(host, node, "block_size", block_size, 32, 1024, true));
   kiln_kdesc *d = NULL;
   KILN_RETURN_IF_ERROR(host->kdesc_new(compiler, KILN_CUDA_T_DEQUANT_ROWS, &d));
@@ -61,7 +62,7 @@ kiln_status kiln_cuda_bias_describe(const kiln_host_api *host, kiln_kcompiler *c
                                     kiln_kdesc **out_desc) {
   KILN_RETURN_IF_ERROR(kiln_cuda_node_check(host, node));
   if (node->op != KILN_OP_MUL_MAT || !node->src[2])
-    return kiln_cuda_node_error(host, KILN_STATUS_INVALID_ARGUMENT, node, "has no bias");
+    return kiln_node_error(host, KILN_STATUS_INVALID_ARGUMENT, node, "has no bias");
   KILN_RETURN_IF_ERROR(check_threads(host, node, "block_size", block_size, 32, 1024, true));
   kiln_kdesc *d = NULL;
   KILN_RETURN_IF_ERROR(host->kdesc_new(compiler, KILN_CUDA_T_BIAS_ADD, &d));

@@ -4,6 +4,7 @@
 #include "config.h"
 
 #include "kernel_templates.h"
+#include "node_check.h"
 #include "op_describe.h"
 
 static kiln_status finish(const kiln_host_api *host, kiln_status st, kiln_kdesc *d,
@@ -18,17 +19,17 @@ static kiln_status finish(const kiln_host_api *host, kiln_status st, kiln_kdesc 
 
 static kiln_status check_block(const kiln_host_api *host, const kiln_node *node, uint32_t v) {
   if (v < 32 || v > 1024 || v % 32 != 0)
-    return kiln_cuda_node_error(host, KILN_STATUS_INVALID_ARGUMENT, node,
-                                "block_size %u is not a multiple of 32 in 32..1024", v);
+    return kiln_node_error(host, KILN_STATUS_INVALID_ARGUMENT, node,
+                           "block_size %u is not a multiple of 32 in 32..1024", v);
   return NULL;
 }
 
 static kiln_status want_op(const kiln_host_api *host, const kiln_node *node, kiln_op a,
                            kiln_op b) {
   if (node->op != a && node->op != b)
-    return kiln_cuda_node_error(host, KILN_STATUS_INVALID_ARGUMENT, node,
-                                "op %s is not %s%s%s", kiln_op_name(node->op), kiln_op_name(a),
-                                a != b ? " or " : "", a != b ? kiln_op_name(b) : "");
+    return kiln_node_error(host, KILN_STATUS_INVALID_ARGUMENT, node,
+                           "op %s is not %s%s%s", kiln_op_name(node->op), kiln_op_name(a),
+                           a != b ? " or " : "", a != b ? kiln_op_name(b) : "");
   return NULL;
 }
 
@@ -70,8 +71,8 @@ kiln_status kiln_cuda_attention_describe(const kiln_host_api *host, kiln_kcompil
   KILN_RETURN_IF_ERROR(kiln_cuda_node_check(host, node));
   KILN_RETURN_IF_ERROR(want_op(host, node, KILN_OP_ATTENTION, KILN_OP_ATTENTION));
   if (warps < 1 || warps > 32)
-    return kiln_cuda_node_error(host, KILN_STATUS_INVALID_ARGUMENT, node,
-                                "warps %u is outside 1..32", warps);
+    return kiln_node_error(host, KILN_STATUS_INVALID_ARGUMENT, node,
+                           "warps %u is outside 1..32", warps);
   const kiln_attention_params *p = &node->p.attention;
   kiln_kdesc *d = NULL;
   KILN_RETURN_IF_ERROR(host->kdesc_new(compiler, KILN_CUDA_T_ATTENTION, &d));

@@ -24,19 +24,16 @@
 bool kiln_cuda_weight_type_ok(kiln_type type);
 
 /* NULL when the CUDA backends implement node's op with its operand types
- * and params (RoPE mode, head_dim <= 256, RMSNorm weight F32/F16/BF16);
- * otherwise KILN_STATUS_UNSUPPORTED saying why. For supports(). */
+ * and params (RoPE mode, head_dim <= 256, RMSNorm weight F32/F16/BF16) and
+ * every dimension fits the kernels' 32-bit indices (<= 2^31-1); otherwise
+ * KILN_STATUS_UNSUPPORTED saying why. For supports(). */
 kiln_status kiln_cuda_node_supports(const kiln_host_api *host, const kiln_node *node);
 
-/* kiln_cuda_node_supports, then the static checks of a node: operands
- * present, shapes consistent with each other and with nbytes, params
- * valid. KILN_STATUS_INVALID_ARGUMENT naming the node. For prepare(). */
+/* kiln_cuda_node_supports, then the static checks every backend shares
+ * (backends/common/node_check.h: operands present, shapes consistent with
+ * each other and with nbytes, params valid). KILN_STATUS_INVALID_ARGUMENT
+ * naming the node for a malformed one. For prepare(). */
 kiln_status kiln_cuda_node_check(const kiln_host_api *host, const kiln_node *node);
-
-/* "<op> node '<name>': <message>" with `code`. */
-kiln_status kiln_cuda_node_error(const kiln_host_api *host, kiln_status_code code,
-                                 const kiln_node *node, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
 
 /* MUL_MAT, decode: matvec with w_type, k = the weight's ne0 and
  * rows_per_block (1..32) warps per block. Grid (ceil(N / rows_per_block),

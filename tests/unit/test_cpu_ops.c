@@ -231,6 +231,11 @@ static void test_generic_checks(void **state) {
   ta.ne[2] = 2;
   KT_ASSERT_ERR(cpu_node_validate(&ctx, &node), KILN_STATUS_INVALID_ARGUMENT, "2-D");
   ta.ne[2] = 1;
+  ta.n_dims = 0;
+  KT_ASSERT_ERR(cpu_node_validate(&ctx, &node), KILN_STATUS_INVALID_ARGUMENT,
+                "src0 'a' has n_dims 0");
+  ta.n_dims = 2;
+  KT_ASSERT_OK(cpu_node_validate(&ctx, &node));
   /* missing data and bad step numbers at run time */
   float buf[16] = {0};
   KT_ASSERT_ERR(kct_run(&ctx, &node, buf, NULL, NULL, buf, 1, 0), KILN_STATUS_INVALID_ARGUMENT,

@@ -174,6 +174,10 @@ static void test_bad_nodes(void **state) {
   KT_ASSERT_ERR(cpu_node_validate(&ctx, &node), KILN_STATUS_INVALID_ARGUMENT, "eps");
   node.p.rms_norm.eps = NAN;
   KT_ASSERT_ERR(cpu_node_validate(&ctx, &node), KILN_STATUS_INVALID_ARGUMENT, "eps");
+  /* ε = 0 divides an all-zero row by zero; models' ε is > 0 (model_hparams.c) */
+  node.p.rms_norm.eps = 0.0f;
+  KT_ASSERT_ERR(cpu_node_validate(&ctx, &node), KILN_STATUS_INVALID_ARGUMENT,
+                "eps 0 must be finite and > 0");
   node.p.rms_norm.eps = 1e-6f;
   /* a step wider than the activation's capacity */
   float buf[400] = {0}, wb[100] = {0};

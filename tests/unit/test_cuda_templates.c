@@ -231,7 +231,7 @@ static void test_describe_refuses(void **state) {
   build(g, &shapes[1], KILN_TYPE_Q8_0);
   g->attn.p.attention.n_head_kv = 5;
   KT_ASSERT_ERR(kiln_cuda_attention_describe(h, c, &g->attn, 4, &d), KILN_STATUS_INVALID_ARGUMENT,
-                "n_head a multiple of n_head_kv");
+                "n_head 28 is not a multiple of n_head_kv 5");
   build(g, &shapes[1], KILN_TYPE_Q8_0);
   g->emb.type = (kiln_type)3; /* ggml's Q4_1: not read by kiln */
   KT_ASSERT_ERR(kiln_cuda_get_rows_describe(h, c, &g->get_rows, 256, &d), KILN_STATUS_UNSUPPORTED,
