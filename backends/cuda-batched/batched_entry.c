@@ -9,12 +9,14 @@
 #include "cuda_config_keys.h"
 
 static const kiln_config_key keys[] = {KILN_CUDA_KEY_DEVICE, KILN_CUDA_KEY_POISON,
-                                       KILN_CUDA_KEY_GEMM, KILN_CUDA_KEY_GEMM_SCRATCH};
+                                       KILN_CUDA_KEY_PROFILE, KILN_CUDA_KEY_GEMM,
+                                       KILN_CUDA_KEY_GEMM_SCRATCH};
 
 KILN_CUDA_PLUGIN_ENTRY("cuda-batched",
                        "NVIDIA GPU: batched prefill (cuBLAS GEMMs, batched RoPE and attention)",
                        keys, .prefill = KILN_CUDA_PREFILL_BATCHED,
                        .norm_decode = KILN_CUDA_RMSNORM_ROW_VEC,
                        .norm_prefill = KILN_CUDA_RMSNORM_ROWS,
-                       .matvec_rows_per_block = 4, .attention_warps = 4,
+                       .matvec_warps = 4, .matvec_rows_per_group = 2, .attention_warps = 4,
+                       .attention_warps_decode = 16,
                        .has_gemm_keys = true);

@@ -1,6 +1,6 @@
 /* kiln-cuda-cc120.so: NVIDIA GPUs of compute capability 12.x (RTX 50xx,
  * GB10): the simple per-row RMSNorm (rmsnorm_row_cc12, scalar loads) and
- * the 12.x launch shapes (two rows per matvec block and two warps per
+ * the 12.x launch shapes (two warps per matvec block and two warps per
  * attention block, for parts with fewer SMs and less L2), compiled for the
  * device's exact sm_120 / sm_121; prefill batched as cuda-batched.
  *
@@ -16,8 +16,8 @@
 #include "cuda_config_keys.h"
 
 static const kiln_config_key keys[] = {KILN_CUDA_KEY_DEVICE, KILN_CUDA_KEY_POISON,
-                                       KILN_CUDA_KEY_GEMM, KILN_CUDA_KEY_GEMM_SCRATCH,
-                                       KILN_CUDA_KEY_ALLOW_LOWER_CC};
+                                       KILN_CUDA_KEY_PROFILE, KILN_CUDA_KEY_GEMM,
+                                       KILN_CUDA_KEY_GEMM_SCRATCH, KILN_CUDA_KEY_ALLOW_LOWER_CC};
 
 KILN_CUDA_PLUGIN_ENTRY("cuda-cc120",
                        "NVIDIA GPU of compute capability 12.x (RTX 50xx, GB10): sm_120/sm_121 "
@@ -25,5 +25,6 @@ KILN_CUDA_PLUGIN_ENTRY("cuda-cc120",
                        keys, .prefill = KILN_CUDA_PREFILL_BATCHED,
                        .norm_decode = KILN_CUDA_RMSNORM_ROW_CC12,
                        .norm_prefill = KILN_CUDA_RMSNORM_ROW_CC12,
-                       .matvec_rows_per_block = 2, .attention_warps = 2, .cc_major = 12,
-                       .has_gemm_keys = true, .has_allow_lower_cc = true);
+                       .matvec_warps = 2, .matvec_rows_per_group = 2, .attention_warps = 2,
+                       .attention_warps_decode = 8,
+                       .cc_major = 12, .has_gemm_keys = true, .has_allow_lower_cc = true);

@@ -10,8 +10,8 @@
  *                 f32 tiles, batched RoPE and causal attention; decode
  *                 (a step of one token) as cuda-serial.
  *   cuda-cc120    for compute capability 12.x: rmsnorm_row_cc12 and the
- *                 12.x launch shapes (fewer rows per matvec block, fewer
- *                 attention warps), prefill as cuda-batched.
+ *                 12.x launch shapes (fewer warps per matvec block and per
+ *                 attention block), prefill as cuda-batched.
  *
  * Context: the device's primary context (cuDevicePrimaryCtxRetain), made
  * current at every entry, and one stream per backend instance; cuBLAS runs
@@ -45,8 +45,11 @@ typedef struct kiln_cuda_flavor {
   kiln_cuda_prefill prefill;
   kiln_cuda_rmsnorm_variant norm_decode;  /* steps of one token */
   kiln_cuda_rmsnorm_variant norm_prefill; /* batched steps of several tokens */
-  uint32_t matvec_rows_per_block;         /* warps (weight rows) per matvec block */
-  uint32_t attention_warps;               /* warps per (head, token) block */
+  uint32_t matvec_warps;                  /* warps per matvec block */
+  uint32_t matvec_rows_per_group;         /* weight rows per group of warps (matvec.cu.tmpl) */
+  uint32_t attention_warps;               /* warps per (head, token) block, batched steps */
+  uint32_t attention_warps_decode;        /* the same for steps of one token, whose n_head
+                                             blocks alone must keep the device busy */
   int cc_major; /* 0: any device; 12: compute capability 12.x only (cuda-cc120) */
   /* Config keys the plugin declares beyond device and poison. */
   bool has_gemm_keys;      /* gemm, gemm_scratch_mib */
@@ -75,15 +78,58 @@ typedef struct kiln_cuda_fn {
   uint32_t per_block; /* rows (or warps) per block where the kernel has them */
 } kiln_cuda_fn;
 
+/* The opt-in profile ([<plugin>] profile = true, cuda_profile.c): CUDA
+ * events before and after every node's launches, gathered per kind of node
+ * (a label such as "mul_mat Q8_0 3584x18944 matvec [T=1]") and per step,
+ * the host's time in run() and in transfers, logged as tables when the
+ * backend closes. Events are read back only after a stream
+ * synchronization (sync(), close), so timing adds two event records per
+ * node and no waits. The first step of each kind (one token, several) is
+ * left out: it carries one-time costs (cuBLAS's first call, first
+ * launches of each kernel). */
+typedef struct kiln_cuda_prof_kind {
+  char label[80];
+  uint64_t runs;  /* node runs timed */
+  double ms;      /* their GPU time, summed */
+  uint64_t bytes; /* weight bytes one run reads (MUL_MAT), for GB/s; 0: none */
+  int multi;      /* 0: steps of one token, 1: steps of several */
+} kiln_cuda_prof_kind;
+
+typedef struct kiln_cuda_prof {
+  bool on;
+  kiln_cuda_prof_kind *kinds;
+  uint32_t n_kinds, cap_kinds;
+  CUevent *ev;    /* 2 per pending record: before, after */
+  uint32_t *what; /* per pending record: its kind, or UINT32_MAX: not counted */
+  uint32_t n_pending, cap_pending, n_events;
+  bool open;          /* a begin without its end */
+  CUevent step_ev[2]; /* around the last run(); NULL until the first */
+  int step_running;   /* the kind of step in run() now, or -1 */
+  int step_done;      /* the kind of an ended step not yet read back, or -1 */
+  bool skip;          /* this step is the first of its kind: not counted */
+  bool seen[2];       /* a step of that kind has run */
+  struct {
+    uint64_t steps, tokens;
+    double gpu_ms;  /* first event of run() to its last */
+    double host_ms; /* run() on the host: checks and launches */
+  } step[2];        /* [0]: steps of one token, [1]: of several */
+  struct {
+    uint64_t n, bytes;
+    double ms; /* on the host, synchronization included */
+  } xfer[2];   /* [0]: uploads, [1]: downloads */
+} kiln_cuda_prof;
+
 /* What prepare() resolved for one node, found again by run(). */
 typedef struct kiln_cuda_node_state {
   const kiln_node *node; /* NULL: empty slot */
   kiln_node snap;        /* the node as prepared: run() refuses a changed one */
   kiln_cuda_fn decode;   /* one-token path, or the op's only kernel */
-  kiln_cuda_fn prefill;  /* batched path of several tokens (RMSNorm) */
-  kiln_cuda_fn bias;     /* MUL_MAT bias */
+  kiln_cuda_fn prefill;  /* batched path of several tokens (RMSNorm, attention) */
+  kiln_cuda_fn bias;     /* MUL_MAT bias: bias_add, where the matvec does not add it */
+  bool bias_fused;       /* MUL_MAT: the matvec adds the bias */
   kiln_cuda_fn dequant;  /* MUL_MAT weight -> f32 tile for the GEMM */
   int64_t rows_per_token; /* RMS_NORM: rows of the weight's length per column */
+  uint32_t prof_kind[2];  /* profile kinds: [0] steps of one token, [1] of several */
 } kiln_cuda_node_state;
 
 /* A device buffer for one tensor. */
@@ -123,6 +169,10 @@ typedef struct kiln_cuda_backend {
   uint64_t scratch_bytes;
   kiln_cuda_node_state *states; /* by node id */
   uint32_t n_states;
+  /* Pinned host memory that downloads pass through (cuda_buffers.c). */
+  void *staging;
+  uint64_t staging_bytes;
+  kiln_cuda_prof prof;
 } kiln_cuda_backend;
 
 /* ---- the ops table (cuda_plugin.c, cuda_buffers.c, cuda_prepare.c,
@@ -227,6 +277,36 @@ kiln_status kiln_cuda_scratch_reserve(kiln_cuda_backend *be, uint64_t bytes,
                                       const kiln_node *node);
 /* Rows of a K-wide weight one tile holds. */
 int64_t kiln_cuda_tile_rows(const kiln_cuda_backend *be, int64_t k, int64_t n);
+
+/* ---- the profile (cuda_profile.c); every function is a no-op returning
+ * NULL when be->prof.on is false ---- */
+
+/* The kinds a prepared node's runs count under, into ns->prof_kind. */
+kiln_status kiln_cuda_prof_prepare(kiln_cuda_backend *be, const kiln_node *node,
+                                   kiln_cuda_node_state *ns);
+/* An event before the launches of one node; when too many records are
+ * pending, synchronizes and reads them back first. */
+kiln_status kiln_cuda_prof_begin(kiln_cuda_backend *be);
+/* The event after them: the record counts under `kind` (the node's
+ * ns->prof_kind[multi]). */
+kiln_status kiln_cuda_prof_end(kiln_cuda_backend *be, uint32_t kind);
+/* Events around a whole run() (multi: a step of several tokens); a
+ * previous step not yet read back is read first (synchronizing, which only
+ * an unusual caller that runs twice without sync() makes wait). step_end
+ * also counts the step's tokens and the host milliseconds run() took;
+ * step_abort forgets a step that failed. */
+kiln_status kiln_cuda_prof_step_begin(kiln_cuda_backend *be, int multi);
+kiln_status kiln_cuda_prof_step_end(kiln_cuda_backend *be, int32_t tokens, double host_ms);
+void kiln_cuda_prof_step_abort(kiln_cuda_backend *be);
+/* A host transfer (download: 1, upload: 0) of `bytes` that took `ms`;
+ * counted once a step has run (so not the plan's weight uploads). */
+void kiln_cuda_prof_xfer(kiln_cuda_backend *be, int download, uint64_t bytes, double ms);
+/* CLOCK_MONOTONIC in milliseconds. */
+double kiln_cuda_now_ms(void);
+/* Reads back every pending record; the stream must be synchronized. */
+kiln_status kiln_cuda_prof_collect(kiln_cuda_backend *be);
+/* Logs the table (host->log, info) and frees the events; for close. */
+void kiln_cuda_prof_finish(kiln_cuda_backend *be);
 
 /* "cublasGemmEx: CUBLAS_STATUS_... (text) in node X". */
 kiln_status kiln_cuda_blas_error(const kiln_cuda_backend *be, cublasStatus_t s, const char *call,

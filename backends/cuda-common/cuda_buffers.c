@@ -1,7 +1,8 @@
 /* Device memory of the CUDA backends: one cuMemAlloc per tensor (weights
  * keep their GGUF bytes, quantized stays quantized), synchronous copies on
- * the backend's stream, and the optional poison fill (a test's way to
- * prove that no kernel reads memory it did not write). */
+ * the backend's stream (large downloads through a pinned staging buffer),
+ * and the optional poison fill (a test's way to prove that no kernel reads
+ * memory it did not write). */
 #include "config.h"
 
 #include <stdlib.h>
@@ -87,13 +88,39 @@ kiln_status kiln_cuda_buffer_upload(void *backend, void *buf, uint64_t offset, c
   KILN_RETURN_IF_ERROR(check_range(be, "upload", b, offset, nbytes));
   if (!nbytes) return NULL;
   KILN_RETURN_IF_ERROR(kiln_cuda_enter(be));
+  const double t0 = be->prof.on ? kiln_cuda_now_ms() : 0.0;
   /* The copy waits for work already queued on the stream (which may read
    * the buffer) and is complete when this returns, as the ABI demands. */
   KILN_CU_CHECK(be->host, be->cu, NULL,
                 MemcpyHtoDAsync(b->ptr + offset, src, (size_t)nbytes, be->stream));
   KILN_CU_CHECK(be->host, be->cu, NULL, StreamSynchronize(be->stream));
   if (b->host_ids) memcpy((char *)b->host_ids + offset, src, (size_t)nbytes);
+  if (be->prof.on) kiln_cuda_prof_xfer(be, 0, nbytes, kiln_cuda_now_ms() - t0);
   return NULL;
+}
+
+/* Downloads of at least this many bytes go through the pinned staging
+ * buffer, in pieces of at most STAGING_MAX. A copy from device memory
+ * into pageable memory is staged by the driver itself, piece by piece, at
+ * a fraction of the bus's speed, and the executor downloads the logits
+ * (600 KiB for a 152k vocabulary) after every decode step. */
+#define STAGING_MIN ((uint64_t)64 << 10)
+#define STAGING_MAX ((uint64_t)8 << 20)
+
+/* The staging buffer, at least `bytes` (<= STAGING_MAX) long; NULL when
+ * pinned memory cannot be had (then the copy goes direct). */
+static void *staging(kiln_cuda_backend *be, uint64_t bytes) {
+  if (be->staging && be->staging_bytes >= bytes) return be->staging;
+  if (be->staging) be->cu->MemFreeHost(be->staging);
+  be->staging = NULL;
+  be->staging_bytes = 0;
+  uint64_t want = (bytes + (1u << 20) - 1) & ~(uint64_t)((1u << 20) - 1);
+  if (be->cu->MemAllocHost(&be->staging, (size_t)want) != CUDA_SUCCESS) {
+    be->staging = NULL;
+    return NULL;
+  }
+  be->staging_bytes = want;
+  return be->staging;
 }
 
 kiln_status kiln_cuda_buffer_download(void *backend, void *buf, uint64_t offset, void *dst,
@@ -103,8 +130,22 @@ kiln_status kiln_cuda_buffer_download(void *backend, void *buf, uint64_t offset,
   KILN_RETURN_IF_ERROR(check_range(be, "download", b, offset, nbytes));
   if (!nbytes) return NULL;
   KILN_RETURN_IF_ERROR(kiln_cuda_enter(be));
-  KILN_CU_CHECK(be->host, be->cu, NULL,
-                MemcpyDtoHAsync(dst, b->ptr + offset, (size_t)nbytes, be->stream));
-  KILN_CU_CHECK(be->host, be->cu, NULL, StreamSynchronize(be->stream));
+  const double t0 = be->prof.on ? kiln_cuda_now_ms() : 0.0;
+  const uint64_t piece = nbytes < STAGING_MAX ? nbytes : STAGING_MAX;
+  void *st = nbytes >= STAGING_MIN ? staging(be, piece) : NULL;
+  if (!st) {
+    KILN_CU_CHECK(be->host, be->cu, NULL,
+                  MemcpyDtoHAsync(dst, b->ptr + offset, (size_t)nbytes, be->stream));
+    KILN_CU_CHECK(be->host, be->cu, NULL, StreamSynchronize(be->stream));
+  } else {
+    for (uint64_t done = 0; done < nbytes; done += piece) {
+      const uint64_t n = nbytes - done < piece ? nbytes - done : piece;
+      KILN_CU_CHECK(be->host, be->cu, NULL,
+                    MemcpyDtoHAsync(st, b->ptr + offset + done, (size_t)n, be->stream));
+      KILN_CU_CHECK(be->host, be->cu, NULL, StreamSynchronize(be->stream));
+      memcpy((char *)dst + done, st, (size_t)n);
+    }
+  }
+  if (be->prof.on) kiln_cuda_prof_xfer(be, 1, nbytes, kiln_cuda_now_ms() - t0);
   return NULL;
 }

@@ -22,6 +22,15 @@
    .help = "testing: fill every new device buffer (padding included) and "    \
            "scratch tile with this byte before use; -1 = off"}
 
+#define KILN_CUDA_KEY_PROFILE                                                 \
+  {.name = "profile",                                                         \
+   .type = KILN_CONFIG_BOOL,                                                  \
+   .default_value = "false",                                                  \
+   .help = "time every node's launches with CUDA events and log a summary "   \
+           "per kind of node (runs, GPU ms, share, GB/s of weight reads) "    \
+           "when the backend closes, at log_level = info; adds two event "    \
+           "records per node, so the step itself runs a little slower"}
+
 #define KILN_CUDA_KEY_GEMM                                                    \
   {.name = "gemm",                                                            \
    .type = KILN_CONFIG_ENUM,                                                  \

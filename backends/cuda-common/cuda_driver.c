@@ -32,6 +32,8 @@ static const struct {
     E(MemAlloc, "cuMemAlloc"),
     E(MemFree, "cuMemFree"),
     E(MemGetInfo, "cuMemGetInfo"),
+    E(MemAllocHost, "cuMemAllocHost"),
+    E(MemFreeHost, "cuMemFreeHost"),
     E(MemcpyHtoDAsync, "cuMemcpyHtoDAsync"),
     E(MemcpyDtoHAsync, "cuMemcpyDtoHAsync"),
     E(MemcpyDtoDAsync, "cuMemcpyDtoDAsync"),
@@ -40,6 +42,10 @@ static const struct {
     E(ModuleUnload, "cuModuleUnload"),
     E(ModuleGetFunction, "cuModuleGetFunction"),
     E(LaunchKernel, "cuLaunchKernel"),
+    E(EventCreate, "cuEventCreate"),
+    E(EventDestroy, "cuEventDestroy"),
+    E(EventRecord, "cuEventRecord"),
+    E(EventElapsedTime, "cuEventElapsedTime"),
 #undef E
 };
 

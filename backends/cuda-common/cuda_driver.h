@@ -42,6 +42,8 @@ typedef struct kiln_cu {
   KILN_CU_FN(MemAlloc, cuMemAlloc);
   KILN_CU_FN(MemFree, cuMemFree);
   KILN_CU_FN(MemGetInfo, cuMemGetInfo);
+  KILN_CU_FN(MemAllocHost, cuMemAllocHost);
+  KILN_CU_FN(MemFreeHost, cuMemFreeHost);
   KILN_CU_FN(MemcpyHtoDAsync, cuMemcpyHtoDAsync);
   KILN_CU_FN(MemcpyDtoHAsync, cuMemcpyDtoHAsync);
   KILN_CU_FN(MemcpyDtoDAsync, cuMemcpyDtoDAsync);
@@ -50,6 +52,11 @@ typedef struct kiln_cu {
   KILN_CU_FN(ModuleUnload, cuModuleUnload);
   KILN_CU_FN(ModuleGetFunction, cuModuleGetFunction);
   KILN_CU_FN(LaunchKernel, cuLaunchKernel);
+  /* events: the opt-in profile (cuda_profile.c) */
+  KILN_CU_FN(EventCreate, cuEventCreate);
+  KILN_CU_FN(EventDestroy, cuEventDestroy);
+  KILN_CU_FN(EventRecord, cuEventRecord);
+  KILN_CU_FN(EventElapsedTime, cuEventElapsedTime);
 } kiln_cu;
 
 /* Loads the driver library and every entry point into *cu. On failure

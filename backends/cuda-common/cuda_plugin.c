@@ -116,10 +116,12 @@ static void backend_free(kiln_cuda_backend *be) {
   const kiln_cu *cu = be->cu;
   if (be->ctx) cu->CtxSetCurrent(be->ctx);
   if (be->stream) cu->StreamSynchronize(be->stream);
+  if (be->stream) kiln_cuda_prof_finish(be); /* the table, if profile = true */
   /* Unloads every module kept in a slot (kiln_cuda_release_slot). */
   if (be->compiler) be->host->kcache_unregister_compiler(be->compiler);
   kiln_cuda_blas_close(be);
   if (be->scratch) cu->MemFree(be->scratch);
+  if (be->staging) cu->MemFreeHost(be->staging);
   if (be->stream) cu->StreamDestroy(be->stream);
   if (be->ctx) cu->DevicePrimaryCtxRelease(be->dev);
   free(be->states);
@@ -133,6 +135,8 @@ static kiln_status read_config(kiln_cuda_backend *be, const kiln_config_section 
   const kiln_cuda_flavor *fl = be->fl;
   be->device = cfg ? (int)host->cfg_int(cfg, "device") : 0;
   be->poison = cfg ? (int)host->cfg_int(cfg, "poison") : -1;
+  be->prof.on = cfg ? host->cfg_bool(cfg, "profile") : false;
+  be->prof.step_running = be->prof.step_done = -1;
   *out_allow_lower = cfg && fl->has_allow_lower_cc ? host->cfg_bool(cfg, "allow_lower_cc") : false;
   be->gemm = KILN_CUDA_GEMM_F32;
   be->scratch_cap = (uint64_t)256 << 20;
@@ -255,5 +259,5 @@ kiln_status kiln_cuda_sync(void *backend) {
   kiln_cuda_backend *be = backend;
   KILN_RETURN_IF_ERROR(kiln_cuda_enter(be));
   KILN_CU_CHECK(be->host, be->cu, NULL, StreamSynchronize(be->stream));
-  return NULL;
+  return kiln_cuda_prof_collect(be);
 }

@@ -16,6 +16,8 @@
 #define ELTWISE_BLOCK 256
 #define ROWS_BLOCK 256
 #define ROPE_BLOCK 128
+/* Weight-row groups below which a matvec splits rows between warps. */
+#define MATVEC_SPLIT_BELOW 4096
 
 kiln_status kiln_cuda_supports(void *backend, const kiln_node *node) {
   const kiln_cuda_backend *be = backend;
@@ -74,16 +76,29 @@ static kiln_status prepare_norm(kiln_cuda_backend *be, const kiln_node *node,
   return NULL;
 }
 
+/* The matvec's shape for a weight of n_rows rows. With few rows (the
+ * attention projections, ffn_down: a few thousand) one warp per group of
+ * rows would leave most of the device idle for lack of warps, so the
+ * block's warps share each row's length (k_split = warps); with many
+ * rows, each warp streams its own rows' whole length, which needs no
+ * synchronization. */
+static kiln_cuda_matvec_shape matvec_shape(const kiln_cuda_flavor *fl, int64_t n_rows) {
+  kiln_cuda_matvec_shape s = {fl->matvec_warps, 1, fl->matvec_rows_per_group};
+  if (n_rows / s.rows_per_group < MATVEC_SPLIT_BELOW) s.k_split = s.warps;
+  return s;
+}
+
 static kiln_status prepare_mul_mat(kiln_cuda_backend *be, const kiln_node *node, bool batched,
                                    kiln_cuda_node_state *ns) {
   const kiln_host_api *host = be->host;
   kiln_kdesc *d = NULL;
-  uint32_t rpb = be->fl->matvec_rows_per_block;
-  KILN_RETURN_IF_ERROR(kiln_cuda_matvec_describe(host, be->compiler, node, rpb, &d));
+  const kiln_cuda_matvec_shape shape = matvec_shape(be->fl, node->src[0]->ne[1]);
+  KILN_RETURN_IF_ERROR(kiln_cuda_matvec_describe(host, be->compiler, node, &shape, &d));
   KILN_RETURN_IF_ERROR(get_fn(be, d, node, &ns->decode.fn));
-  ns->decode.block = 32 * rpb;
-  ns->decode.per_block = rpb;
-  if (node->src[2]) {
+  ns->decode.block = 32 * shape.warps;
+  ns->decode.per_block = shape.warps / shape.k_split * shape.rows_per_group; /* rows */
+  ns->bias_fused = kiln_cuda_matvec_fuses_bias(node);
+  if (node->src[2] && (!ns->bias_fused || batched)) {
     KILN_RETURN_IF_ERROR(kiln_cuda_bias_describe(host, be->compiler, node, ELTWISE_BLOCK, &d));
     KILN_RETURN_IF_ERROR(get_fn(be, d, node, &ns->bias.fn));
     ns->bias.block = ELTWISE_BLOCK;
@@ -131,9 +146,15 @@ kiln_status kiln_cuda_prepare(void *backend, const kiln_node *node) {
     ns->decode.block = ROPE_BLOCK;
     break;
   case KILN_OP_ATTENTION:
-    st = kiln_cuda_attention_describe(host, be->compiler, node, be->fl->attention_warps, &d);
+    st = kiln_cuda_attention_describe(host, be->compiler, node, be->fl->attention_warps_decode,
+                                      &d);
     if (!st) st = get_fn(be, d, node, &ns->decode.fn);
-    ns->decode.block = 32 * be->fl->attention_warps;
+    ns->decode.block = 32 * be->fl->attention_warps_decode;
+    if (!st && batched) {
+      st = kiln_cuda_attention_describe(host, be->compiler, node, be->fl->attention_warps, &d);
+      if (!st) st = get_fn(be, d, node, &ns->prefill.fn);
+      ns->prefill.block = 32 * be->fl->attention_warps;
+    }
     break;
   case KILN_OP_SWIGLU:
   case KILN_OP_ADD:
@@ -146,6 +167,7 @@ kiln_status kiln_cuda_prepare(void *backend, const kiln_node *node) {
   default:
     st = kiln_node_error(host, KILN_STATUS_UNSUPPORTED, node, "op id %d", (int)node->op);
   }
+  if (!st) st = kiln_cuda_prof_prepare(be, node, ns);
   if (st) {
     memset(ns, 0, sizeof *ns);
     return st;

@@ -118,11 +118,13 @@ static kiln_status run_mul_mat(kiln_cuda_backend *be, const kiln_node *node,
   if (n > 1 && be->fl->prefill == KILN_CUDA_PREFILL_BATCHED) {
     KILN_RETURN_IF_ERROR(kiln_cuda_mul_mat_gemm(be, node, ns, wp, x, y, n));
   } else {
-    void *args[] = {&wp, &x, &y, &n_rows, &n};
+    CUdeviceptr bias = node->src[2] && ns->bias_fused ? b[2]->ptr : 0;
+    void *args[] = {&wp, &x, &bias, &y, &n_rows, &n};
     uint32_t rpb = ns->decode.per_block;
     KILN_RETURN_IF_ERROR(kiln_cuda_launch(be, node, "matvec", ns->decode.fn,
                                           (uint32_t)((n_rows + (int)rpb - 1) / (int)rpb),
                                           (uint32_t)n, ns->decode.block, args));
+    if (ns->bias_fused) return NULL;
   }
   if (!node->src[2]) return NULL;
   CUdeviceptr bias = b[2]->ptr;
@@ -137,7 +139,14 @@ static kiln_status run_rope(kiln_cuda_backend *be, const kiln_node *node,
                             int32_t n, int32_t col, int32_t pos) {
   CUdeviceptr x = col_ptr(b[0], node->src[0], col), y = col_ptr(b[4], node->dst, col);
   void *args[] = {&x, &y, &n, &pos};
-  return kiln_cuda_launch(be, node, "rope", ns->decode.fn, (uint32_t)n, 1, ns->decode.block, args);
+  /* Enough blocks per token for one pair (or passed-through value) per thread. */
+  const kiln_rope_params *p = &node->p.rope;
+  const int64_t rot = p->n_head * (p->n_rot / 2), pass = p->n_head * (p->head_dim - p->n_rot);
+  const int64_t per_token = rot > pass ? rot : pass;
+  int64_t gy = (per_token + ns->decode.block - 1) / ns->decode.block;
+  gy = gy < 1 ? 1 : gy > 65535 ? 65535 : gy;
+  return kiln_cuda_launch(be, node, "rope", ns->decode.fn, (uint32_t)n, (uint32_t)gy,
+                          ns->decode.block, args);
 }
 
 static kiln_status run_store_kv(kiln_cuda_backend *be, const kiln_node *node,
@@ -157,8 +166,9 @@ static kiln_status run_attention(kiln_cuda_backend *be, const kiln_node *node,
   CUdeviceptr q = col_ptr(b[0], node->src[0], col), kc = b[1]->ptr, vc = b[2]->ptr,
               y = col_ptr(b[4], node->dst, col);
   void *args[] = {&q, &kc, &vc, &y, &n, &pos};
-  return kiln_cuda_launch(be, node, "attention", ns->decode.fn,
-                          (uint32_t)node->p.attention.n_head, (uint32_t)n, ns->decode.block, args);
+  const kiln_cuda_fn *f = n > 1 && ns->prefill.fn ? &ns->prefill : &ns->decode;
+  return kiln_cuda_launch(be, node, "attention", f->fn, (uint32_t)node->p.attention.n_head,
+                          (uint32_t)n, f->block, args);
 }
 
 static kiln_status run_eltwise(kiln_cuda_backend *be, const kiln_node *node,
@@ -172,9 +182,10 @@ static kiln_status run_eltwise(kiln_cuda_backend *be, const kiln_node *node,
                           stride_grid(count, ns->decode.block), 1, ns->decode.block, args);
 }
 
-/* One node over tokens col .. col+n-1 of the step (positions pos ..). */
+/* One node over tokens col .. col+n-1 of the step (positions pos ..);
+ * `multi`: the step has several tokens (the profile's kind). */
 static kiln_status run_node(kiln_cuda_backend *be, const kiln_step *step, const kiln_node *node,
-                            int32_t n, int32_t col, int32_t pos) {
+                            int32_t n, int32_t col, int32_t pos, int multi) {
   const kiln_cuda_node_state *ns = NULL;
   KILN_RETURN_IF_ERROR(node_state(be, node, &ns));
   /* b[0..3]: sources, b[4]: dst */
@@ -189,19 +200,39 @@ static kiln_status run_node(kiln_cuda_backend *be, const kiln_step *step, const 
       KILN_RETURN_IF_ERROR(check_cols(be, node, t, (int64_t)col + n));
     if (t->role == KILN_ROLE_STATE) KILN_RETURN_IF_ERROR(check_cols(be, node, t, (int64_t)pos + n));
   }
+  KILN_RETURN_IF_ERROR(kiln_cuda_prof_begin(be));
+  kiln_status st;
   switch (node->op) {
-  case KILN_OP_GET_ROWS: return run_get_rows(be, node, ns, b, n, col, pos);
-  case KILN_OP_RMS_NORM: return run_rms_norm(be, node, ns, b, n, col);
-  case KILN_OP_MUL_MAT: return run_mul_mat(be, node, ns, b, n, col);
-  case KILN_OP_ROPE: return run_rope(be, node, ns, b, n, col, pos);
-  case KILN_OP_STORE_KV: return run_store_kv(be, node, b, n, col, pos);
-  case KILN_OP_ATTENTION: return run_attention(be, node, ns, b, n, col, pos);
+  case KILN_OP_GET_ROWS: st = run_get_rows(be, node, ns, b, n, col, pos); break;
+  case KILN_OP_RMS_NORM: st = run_rms_norm(be, node, ns, b, n, col); break;
+  case KILN_OP_MUL_MAT: st = run_mul_mat(be, node, ns, b, n, col); break;
+  case KILN_OP_ROPE: st = run_rope(be, node, ns, b, n, col, pos); break;
+  case KILN_OP_STORE_KV: st = run_store_kv(be, node, b, n, col, pos); break;
+  case KILN_OP_ATTENTION: st = run_attention(be, node, ns, b, n, col, pos); break;
   case KILN_OP_SWIGLU:
-  case KILN_OP_ADD: return run_eltwise(be, node, ns, b, n, col);
+  case KILN_OP_ADD: st = run_eltwise(be, node, ns, b, n, col); break;
   default:
-    return kiln_node_error(be->host, KILN_STATUS_UNSUPPORTED, node, "op id %d",
-                           (int)node->op);
+    st = kiln_node_error(be->host, KILN_STATUS_UNSUPPORTED, node, "op id %d", (int)node->op);
   }
+  if (st) {
+    be->prof.open = false; /* the record is dropped */
+    return st;
+  }
+  return kiln_cuda_prof_end(be, ns->prof_kind[multi]);
+}
+
+/* The step's nodes, one token at a time on cuda-serial. */
+static kiln_status run_nodes(kiln_cuda_backend *be, const kiln_step *step, int multi) {
+  if (be->fl->prefill == KILN_CUDA_PREFILL_SERIAL) {
+    for (int32_t t = 0; t < step->n_tokens; t++)
+      for (uint32_t i = 0; i < step->n_nodes; i++)
+        KILN_RETURN_IF_ERROR(run_node(be, step, step->nodes[i], 1, t, step->pos0 + t, multi));
+    return NULL;
+  }
+  for (uint32_t i = 0; i < step->n_nodes; i++)
+    KILN_RETURN_IF_ERROR(
+        run_node(be, step, step->nodes[i], step->n_tokens, 0, step->pos0, multi));
+  return NULL;
 }
 
 kiln_status kiln_cuda_run(void *backend, const kiln_step *step) {
@@ -211,13 +242,14 @@ kiln_status kiln_cuda_run(void *backend, const kiln_step *step) {
                                 "%s: step of %d tokens at position %d", be->fl->name,
                                 (int)step->n_tokens, (int)step->pos0);
   KILN_RETURN_IF_ERROR(kiln_cuda_enter(be));
-  if (be->fl->prefill == KILN_CUDA_PREFILL_SERIAL) {
-    for (int32_t t = 0; t < step->n_tokens; t++)
-      for (uint32_t i = 0; i < step->n_nodes; i++)
-        KILN_RETURN_IF_ERROR(run_node(be, step, step->nodes[i], 1, t, step->pos0 + t));
-    return NULL;
+  const int multi = step->n_tokens > 1;
+  const double t0 = be->prof.on ? kiln_cuda_now_ms() : 0.0;
+  KILN_RETURN_IF_ERROR(kiln_cuda_prof_step_begin(be, multi));
+  kiln_status st = run_nodes(be, step, multi);
+  if (!be->prof.on) return st;
+  if (st) {
+    kiln_cuda_prof_step_abort(be); /* a failed step is not timed */
+    return st;
   }
-  for (uint32_t i = 0; i < step->n_nodes; i++)
-    KILN_RETURN_IF_ERROR(run_node(be, step, step->nodes[i], step->n_tokens, 0, step->pos0));
-  return NULL;
+  return kiln_cuda_prof_step_end(be, step->n_tokens, kiln_cuda_now_ms() - t0);
 }

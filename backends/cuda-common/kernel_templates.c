@@ -92,9 +92,17 @@ static const kiln_kparam_decl matvec_params[] = {
     {"w_type", KILN_KPARAM_DTYPE, KILN_KPARAM_BAKED,
      "the weight's type: F32|F16|BF16|Q4_0|Q5_0|Q8_0|Q4_K|Q6_K"},
     {"k", KILN_KPARAM_I64, KILN_KPARAM_BAKED, "row length K: the weight's ne0"},
-    {"rows_per_block", KILN_KPARAM_I64, KILN_KPARAM_BAKED, "weight rows per block, one warp each"},
-    {"w", KILN_KPARAM_PTR, KILN_KPARAM_RUNTIME, "weight rows, k values of w_type each"},
+    {"warps", KILN_KPARAM_I64, KILN_KPARAM_BAKED, "warps per block (1..32)"},
+    {"k_split", KILN_KPARAM_I64, KILN_KPARAM_BAKED,
+     "warps that share each row's length (divides warps; fixes the order of the sum)"},
+    {"rows_per_group", KILN_KPARAM_I64, KILN_KPARAM_BAKED,
+     "consecutive weight rows per group of k_split warps (1..8), sharing each read of x"},
+    {"bias", KILN_KPARAM_STR, KILN_KPARAM_BAKED,
+     "the bias added to each row's sum: none, or its type F32|F16|BF16"},
+    {"w", KILN_KPARAM_PTR, KILN_KPARAM_RUNTIME,
+     "the weight buffer's base (256-byte aligned): rows of k values of w_type"},
     {"x", KILN_KPARAM_PTR, KILN_KPARAM_RUNTIME, "input columns, f32 [k, n_cols]"},
+    {"b", KILN_KPARAM_PTR, KILN_KPARAM_RUNTIME, "the bias, n_rows values (NULL: none)"},
     {"y", KILN_KPARAM_PTR, KILN_KPARAM_RUNTIME, "output columns, f32 [n_rows, n_cols]"},
     {"n_rows", KILN_KPARAM_I32, KILN_KPARAM_RUNTIME, "weight rows N"},
     {"n_cols", KILN_KPARAM_I32, KILN_KPARAM_RUNTIME, "columns (tokens) in this launch"},
@@ -102,12 +110,13 @@ static const kiln_kparam_decl matvec_params[] = {
 
 static const kiln_ktemplate matvec = {
     .name = KILN_CUDA_T_MATVEC,
-    .version = 1,
+    .version = 3,
     .entry = "kiln_matvec",
     .source = matvec_source,
     .params = matvec_params,
     .n_params = sizeof matvec_params / sizeof matvec_params[0],
-    .help = "MUL_MAT for decode: warp per weight row, dequantized in registers, f32 sums",
+    .help = "MUL_MAT for decode: rows per warp group, block types staged in 16-byte loads "
+            "through shared memory, dequantized in registers, f32 sums, the bias fused",
 };
 
 static const char dequant_rows_source[] =
@@ -205,7 +214,7 @@ static const kiln_kparam_decl rope_params[] = {
 
 static const kiln_ktemplate rope = {
     .name = KILN_CUDA_T_ROPE,
-    .version = 1,
+    .version = 2,
     .entry = "kiln_rope",
     .source = rope_source,
     .params = rope_params,

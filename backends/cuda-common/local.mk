@@ -56,6 +56,7 @@ backends_cuda_common_libkilncudacommon_la_SOURCES = \
 	backends/cuda-common/cuda_kernel.c \
 	backends/cuda-common/cuda_prepare.c \
 	backends/cuda-common/cuda_run.c \
+	backends/cuda-common/cuda_profile.c \
 	backends/cuda-common/cuda_gemm.c
 backends_cuda_common_libkilncudacommon_la_CPPFLAGS = $(AM_CPPFLAGS) $(CUDA_CPPFLAGS) \
 	-I$(top_srcdir)/backends/common -I$(top_builddir)/backends/cuda-common/kernels

@@ -27,18 +27,36 @@ static kiln_status check_threads(const kiln_host_api *host, const kiln_node *nod
   return NULL;
 }
 
+bool kiln_cuda_matvec_fuses_bias(const kiln_node *node) {
+  const kiln_tensor *b = node->op == KILN_OP_MUL_MAT ? node->src[2] : NULL;
+  return b && (b->type == KILN_TYPE_F32 || b->type == KILN_TYPE_F16 || b->type == KILN_TYPE_BF16);
+}
+
 kiln_status kiln_cuda_matvec_describe(const kiln_host_api *host, kiln_kcompiler *compiler,
-                                      const kiln_node *node, uint32_t rows_per_block,
+                                      const kiln_node *node, const kiln_cuda_matvec_shape *shape,
                                       kiln_kdesc **out_desc) {
   KILN_RETURN_IF_ERROR(kiln_cuda_node_check(host, node));
   if (node->op != KILN_OP_MUL_MAT)
     return kiln_node_error(host, KILN_STATUS_INVALID_ARGUMENT, node, "not a mul_mat");
-  KILN_RETURN_IF_ERROR(check_threads(host, node, "rows_per_block", rows_per_block, 1, 32, false));
+  KILN_RETURN_IF_ERROR(check_threads(host, node, "warps", shape->warps, 1, 32, false));
+  KILN_RETURN_IF_ERROR(
+      check_threads(host, node, "k_split", shape->k_split, 1, shape->warps, false));
+  if (shape->warps % shape->k_split != 0)
+    return kiln_node_error(host, KILN_STATUS_INVALID_ARGUMENT, node,
+                           "k_split %u does not divide warps %u", shape->k_split, shape->warps);
+  KILN_RETURN_IF_ERROR(
+      check_threads(host, node, "rows_per_group", shape->rows_per_group, 1, 8, false));
   kiln_kdesc *d = NULL;
   KILN_RETURN_IF_ERROR(host->kdesc_new(compiler, KILN_CUDA_T_MATVEC, &d));
   kiln_status st = host->kdesc_set_dtype(d, "w_type", node->src[0]->type);
   if (!st) st = host->kdesc_set_i64(d, "k", node->src[0]->ne[0]);
-  if (!st) st = host->kdesc_set_i64(d, "rows_per_block", rows_per_block);
+  if (!st) st = host->kdesc_set_i64(d, "warps", shape->warps);
+  if (!st) st = host->kdesc_set_i64(d, "k_split", shape->k_split);
+  if (!st) st = host->kdesc_set_i64(d, "rows_per_group", shape->rows_per_group);
+  if (!st)
+    st = host->kdesc_set_str(d, "bias",
+                             kiln_cuda_matvec_fuses_bias(node) ? kiln_type_name(node->src[2]->type)
+                                                               : "none");
   return finish(host, st, d, node, out_desc);
 }
 

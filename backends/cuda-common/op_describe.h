@@ -35,11 +35,27 @@ kiln_status kiln_cuda_node_supports(const kiln_host_api *host, const kiln_node *
  * naming the node for a malformed one. For prepare(). */
 kiln_status kiln_cuda_node_check(const kiln_host_api *host, const kiln_node *node);
 
-/* MUL_MAT, decode: matvec with w_type, k = the weight's ne0 and
- * rows_per_block (1..32) warps per block. Grid (ceil(N / rows_per_block),
- * n_cols), block 32 * rows_per_block; arguments (w, x, y, N, n_cols). */
+/* The matvec's launch shape (matvec.cu.tmpl): `warps` (1..32) warps per
+ * block in groups of k_split (dividing warps) that share each row's
+ * length, rows_per_group (1..8) rows per group. */
+typedef struct kiln_cuda_matvec_shape {
+  uint32_t warps;
+  uint32_t k_split;
+  uint32_t rows_per_group;
+} kiln_cuda_matvec_shape;
+
+/* Whether the matvec adds node's bias itself: a bias of F32, F16 or BF16
+ * (any other type is added by bias_add after it). False without a bias. */
+bool kiln_cuda_matvec_fuses_bias(const kiln_node *node);
+
+/* MUL_MAT, decode: matvec with w_type, k = the weight's ne0, the shape's
+ * values and the bias's type when it fuses it ("none" otherwise). Grid
+ * (ceil(N / (warps / k_split * rows_per_group)), n_cols), block
+ * 32 * warps; arguments (w, x, b, y, N, n_cols), w the weight buffer's
+ * base, b the bias's (or 0). KILN_STATUS_INVALID_ARGUMENT naming the node
+ * for a shape out of range. */
 kiln_status kiln_cuda_matvec_describe(const kiln_host_api *host, kiln_kcompiler *compiler,
-                                      const kiln_node *node, uint32_t rows_per_block,
+                                      const kiln_node *node, const kiln_cuda_matvec_shape *shape,
                                       kiln_kdesc **out_desc);
 
 /* MUL_MAT, prefill: the weight's rows to an f32 tile (dequant_rows) with

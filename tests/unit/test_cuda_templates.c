@@ -135,8 +135,9 @@ static void compile_all(kiln_kcompiler *c, const char *arch) {
   const kiln_host_api *h = kt_kcache_host();
   static const kiln_cuda_rmsnorm_variant variants[] = {
       KILN_CUDA_RMSNORM_ROW_VEC, KILN_CUDA_RMSNORM_ROWS, KILN_CUDA_RMSNORM_ROW_CC12};
-  static const uint32_t rows_per_block[] = {4, 2}; /* cuda-serial/batched, cuda-cc120 */
-  static const uint32_t warps[] = {4, 2};
+  static const uint32_t warps[] = {4, 2}; /* cuda-serial/batched, cuda-cc120 */
+  /* each warp its own rows, and the block's warps sharing them */
+  static const kiln_cuda_matvec_shape mv[] = {{4, 1, 2}, {4, 4, 2}, {2, 2, 2}, {2, 1, 1}};
   for (size_t si = 0; si < sizeof shapes / sizeof shapes[0]; si++)
     for (size_t ti = 0; ti < sizeof all_types / sizeof all_types[0]; ti++) {
       /* stories260K's rows (64, 172) are too short for the K-quants */
@@ -147,10 +148,10 @@ static void compile_all(kiln_kcompiler *c, const char *arch) {
       kiln_kdesc *d;
       KT_ASSERT_OK(kiln_cuda_get_rows_describe(h, c, &g->get_rows, 256, &d));
       check_kernel(d, &g->get_rows, arch);
-      for (int f = 0; f < 2; f++) {
-        KT_ASSERT_OK(kiln_cuda_matvec_describe(h, c, &g->mm_q, rows_per_block[f], &d));
+      for (size_t f = 0; f < sizeof mv / sizeof mv[0]; f++) {
+        KT_ASSERT_OK(kiln_cuda_matvec_describe(h, c, &g->mm_q, &mv[f], &d)); /* with a bias */
         check_kernel(d, &g->mm_q, arch);
-        KT_ASSERT_OK(kiln_cuda_matvec_describe(h, c, &g->mm_ff, rows_per_block[f], &d));
+        KT_ASSERT_OK(kiln_cuda_matvec_describe(h, c, &g->mm_ff, &mv[f], &d));
         check_kernel(d, &g->mm_ff, arch);
       }
       if (all_types[ti] != KILN_TYPE_F32) {
@@ -213,7 +214,9 @@ static void test_describe_refuses(void **state) {
   s.n_ff = 2176;
   build(g, &s, KILN_TYPE_Q4_K);
   g->ff_w.nbytes = 1u << 30;
-  KT_ASSERT_ERR(kiln_cuda_matvec_describe(h, c, &g->mm_ff, 4, &d), KILN_STATUS_INVALID_ARGUMENT,
+  const kiln_cuda_matvec_shape shape = {4, 1, 2};
+  KT_ASSERT_ERR(kiln_cuda_matvec_describe(h, c, &g->mm_ff, &shape, &d),
+                KILN_STATUS_INVALID_ARGUMENT,
                 "mul_mat node 'blk.0.ffn_down': weight src0 'blk.0.ffn_down.weight': row length "
                 "2176 is not a whole number of Q4_K blocks");
   build(g, &shapes[1], KILN_TYPE_Q8_0);
@@ -239,8 +242,12 @@ static void test_describe_refuses(void **state) {
   build(g, &shapes[1], KILN_TYPE_Q8_0);
   KT_ASSERT_ERR(kiln_cuda_bias_describe(h, c, &g->mm_ff, 256, &d), KILN_STATUS_INVALID_ARGUMENT,
                 "has no bias");
-  KT_ASSERT_ERR(kiln_cuda_matvec_describe(h, c, &g->mm_q, 33, &d), KILN_STATUS_INVALID_ARGUMENT,
-                "rows_per_block 33");
+  static const kiln_cuda_matvec_shape bad_shapes[] = {{33, 1, 2}, {4, 3, 2}, {4, 8, 2}, {4, 1, 9}};
+  static const char *const bad_why[] = {"warps 33", "k_split 3 does not divide warps 4",
+                                        "k_split 8", "rows_per_group 9"};
+  for (size_t i = 0; i < sizeof bad_shapes / sizeof bad_shapes[0]; i++)
+    KT_ASSERT_ERR(kiln_cuda_matvec_describe(h, c, &g->mm_q, &bad_shapes[i], &d),
+                  KILN_STATUS_INVALID_ARGUMENT, bad_why[i]);
   /* The descriptor carries the node's θ and scale bit-exactly. */
   KT_ASSERT_OK(kiln_cuda_rope_describe(h, c, &g->rope, 128, &d));
   char *canon = NULL;

@@ -41,6 +41,10 @@ static const sample samples[] = {
     {"w_type", KILN_KPARAM_DTYPE, {KILN_TYPE_F32, KILN_TYPE_F16}, {NULL, NULL}},
     {"block_size", KILN_KPARAM_I64, {256, 128}, {NULL, NULL}},
     {"rows_per_block", KILN_KPARAM_I64, {4, 8}, {NULL, NULL}},
+    /* matvec */
+    {"k_split", KILN_KPARAM_I64, {1, 2}, {NULL, NULL}},
+    {"rows_per_group", KILN_KPARAM_I64, {2, 1}, {NULL, NULL}},
+    {"bias", KILN_KPARAM_STR, {0, 0}, {"F32", "none"}},
     /* matvec, dequant_rows */
     {"k", KILN_KPARAM_I64, {4096, 768}, {NULL, NULL}},
     /* bias_add */
