@@ -62,11 +62,11 @@ rm -f /tmp/qwen2-3584.gguf /tmp/qwen3-3584.gguf
 echo "== bench: qwen2 hidden 3584, 4 layers, ff 18944, Q8_0 weights, tied vocab 151936"
 t=$(date +%s)
 $K synth --arch qwen2 --embd 3584 --heads 28 --heads-kv 4 --ff 18944 --layers 4 --type Q8_0 --embd-type Q8_0 \
-  --vocab 151936 -o /tmp/bench.gguf 2>&1 | tail -1
+  --vocab 151936 --ctx 4096 -o /tmp/bench.gguf 2>&1 | tail -1
 echo "   synthesized in $(( $(date +%s) - t )) s, $(du -h /tmp/bench.gguf | cut -f1)"
 for b in $backends; do
   echo "-- $b"
-  $K bench -m /tmp/bench.gguf -b $b $(cfg $b) -p 512 -n 128 -r 3 --batch 512 2>&1 | grep -E "prefill|decode"
+  $K bench -m /tmp/bench.gguf -b $b $(cfg $b) -p 512 -n 128 -r 3 --batch 512 2>&1 | grep -E "prefill|decode|error"
 done
 echo "== acceptance: $bad unmet expectation(s)"
 exit $bad
