@@ -44,6 +44,7 @@ backends_cuda_common_libkilncudacommon_la_SOURCES = \
 	backends/cuda-common/rmsnorm_describe.c \
 	backends/cuda-common/rmsnorm_describe.h \
 	backends/cuda-common/op_describe.h \
+	backends/cuda-common/op_describe.c \
 	backends/cuda-common/cuda_check.c \
 	backends/cuda-common/matmul_describe.c \
 	backends/cuda-common/misc_describe.c \

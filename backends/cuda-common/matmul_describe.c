@@ -7,26 +7,6 @@
 #include "node_check.h"
 #include "op_describe.h"
 
-static kiln_status finish(const kiln_host_api *host, kiln_status st, kiln_kdesc *d,
-                          const kiln_node *node, kiln_kdesc **out_desc) {
-  if (st) {
-    host->kdesc_free(d);
-    return host->status_annotate(st, "node %s", node->name);
-  }
-  *out_desc = d;
-  return NULL;
-}
-
-static kiln_status check_threads(const kiln_host_api *host, const kiln_node *node,
-                                  const char *what, uint32_t v, uint32_t lo, uint32_t hi,
-                                  bool multiple_of_32) {
-  if (v < lo || v > hi || (multiple_of_32 && v % 32 != 0))
-    return kiln_node_error(host, KILN_STATUS_INVALID_ARGUMENT, node,
-                           "%s %u is outside %u..%u%s", what, v, lo, hi,
-                           multiple_of_32 ? " or not a multiple of 32" : "");
-  return NULL;
-}
-
 bool kiln_cuda_matvec_fuses_bias(const kiln_node *node) {
   const kiln_tensor *b = node->op == KILN_OP_MUL_MAT ? node->src[2] : NULL;
   return b && (b->type == KILN_TYPE_F32 || b->type == KILN_TYPE_F16 || b->type == KILN_TYPE_BF16);
@@ -38,14 +18,14 @@ kiln_status kiln_cuda_matvec_describe(const kiln_host_api *host, kiln_kcompiler 
   KILN_RETURN_IF_ERROR(kiln_cuda_node_check(host, node));
   if (node->op != KILN_OP_MUL_MAT)
     return kiln_node_error(host, KILN_STATUS_INVALID_ARGUMENT, node, "not a mul_mat");
-  KILN_RETURN_IF_ERROR(check_threads(host, node, "warps", shape->warps, 1, 32, false));
+  KILN_RETURN_IF_ERROR(kiln_cuda_describe_check_threads(host, node, "warps", shape->warps, 1, 32, false));
   KILN_RETURN_IF_ERROR(
-      check_threads(host, node, "k_split", shape->k_split, 1, shape->warps, false));
+      kiln_cuda_describe_check_threads(host, node, "k_split", shape->k_split, 1, shape->warps, false));
   if (shape->warps % shape->k_split != 0)
     return kiln_node_error(host, KILN_STATUS_INVALID_ARGUMENT, node,
                            "k_split %u does not divide warps %u", shape->k_split, shape->warps);
   KILN_RETURN_IF_ERROR(
-      check_threads(host, node, "rows_per_group", shape->rows_per_group, 1, 8, false));
+      kiln_cuda_describe_check_threads(host, node, "rows_per_group", shape->rows_per_group, 1, 8, false));
   kiln_kdesc *d = NULL;
   KILN_RETURN_IF_ERROR(host->kdesc_new(compiler, KILN_CUDA_T_MATVEC, &d));
   kiln_status st = host->kdesc_set_dtype(d, "w_type", node->src[0]->type);
@@ -57,7 +37,7 @@ kiln_status kiln_cuda_matvec_describe(const kiln_host_api *host, kiln_kcompiler 
     st = host->kdesc_set_str(d, "bias",
                              kiln_cuda_matvec_fuses_bias(node) ? kiln_type_name(node->src[2]->type)
                                                                : "none");
-  return finish(host, st, d, node, out_desc);
+  return kiln_cuda_describe_finish(host, st, d, node, out_desc);
 }
 
 kiln_status kiln_cuda_dequant_describe(const kiln_host_api *host, kiln_kcompiler *compiler,
@@ -66,13 +46,13 @@ kiln_status kiln_cuda_dequant_describe(const kiln_host_api *host, kiln_kcompiler
   KILN_RETURN_IF_ERROR(kiln_cuda_node_check(host, node));
   if (node->op != KILN_OP_MUL_MAT)
     return kiln_node_error(host, KILN_STATUS_INVALID_ARGUMENT, node, "not a mul_mat");
-  KILN_RETURN_IF_ERROR(check_threads(host, node, "block_size", block_size, 32, 1024, true));
+  KILN_RETURN_IF_ERROR(kiln_cuda_describe_check_threads(host, node, "block_size", block_size, 32, 1024, true));
   kiln_kdesc *d = NULL;
   KILN_RETURN_IF_ERROR(host->kdesc_new(compiler, KILN_CUDA_T_DEQUANT_ROWS, &d));
   kiln_status st = host->kdesc_set_dtype(d, "w_type", node->src[0]->type);
   if (!st) st = host->kdesc_set_i64(d, "k", node->src[0]->ne[0]);
   if (!st) st = host->kdesc_set_i64(d, "block_size", block_size);
-  return finish(host, st, d, node, out_desc);
+  return kiln_cuda_describe_finish(host, st, d, node, out_desc);
 }
 
 kiln_status kiln_cuda_bias_describe(const kiln_host_api *host, kiln_kcompiler *compiler,
@@ -81,13 +61,13 @@ kiln_status kiln_cuda_bias_describe(const kiln_host_api *host, kiln_kcompiler *c
   KILN_RETURN_IF_ERROR(kiln_cuda_node_check(host, node));
   if (node->op != KILN_OP_MUL_MAT || !node->src[2])
     return kiln_node_error(host, KILN_STATUS_INVALID_ARGUMENT, node, "has no bias");
-  KILN_RETURN_IF_ERROR(check_threads(host, node, "block_size", block_size, 32, 1024, true));
+  KILN_RETURN_IF_ERROR(kiln_cuda_describe_check_threads(host, node, "block_size", block_size, 32, 1024, true));
   kiln_kdesc *d = NULL;
   KILN_RETURN_IF_ERROR(host->kdesc_new(compiler, KILN_CUDA_T_BIAS_ADD, &d));
   kiln_status st = host->kdesc_set_dtype(d, "w_type", node->src[2]->type);
   if (!st) st = host->kdesc_set_i64(d, "n", node->src[2]->ne[0]);
   if (!st) st = host->kdesc_set_i64(d, "block_size", block_size);
-  return finish(host, st, d, node, out_desc);
+  return kiln_cuda_describe_finish(host, st, d, node, out_desc);
 }
 
 kiln_status kiln_cuda_kernel_get(const kiln_host_api *host, kiln_kdesc *d, const kiln_node *node,

@@ -7,23 +7,6 @@
 #include "node_check.h"
 #include "op_describe.h"
 
-static kiln_status finish(const kiln_host_api *host, kiln_status st, kiln_kdesc *d,
-                          const kiln_node *node, kiln_kdesc **out_desc) {
-  if (st) {
-    host->kdesc_free(d);
-    return host->status_annotate(st, "node %s", node->name);
-  }
-  *out_desc = d;
-  return NULL;
-}
-
-static kiln_status check_block(const kiln_host_api *host, const kiln_node *node, uint32_t v) {
-  if (v < 32 || v > 1024 || v % 32 != 0)
-    return kiln_node_error(host, KILN_STATUS_INVALID_ARGUMENT, node,
-                           "block_size %u is not a multiple of 32 in 32..1024", v);
-  return NULL;
-}
-
 static kiln_status want_op(const kiln_host_api *host, const kiln_node *node, kiln_op a,
                            kiln_op b) {
   if (node->op != a && node->op != b)
@@ -38,13 +21,13 @@ kiln_status kiln_cuda_get_rows_describe(const kiln_host_api *host, kiln_kcompile
                                         kiln_kdesc **out_desc) {
   KILN_RETURN_IF_ERROR(kiln_cuda_node_check(host, node));
   KILN_RETURN_IF_ERROR(want_op(host, node, KILN_OP_GET_ROWS, KILN_OP_GET_ROWS));
-  KILN_RETURN_IF_ERROR(check_block(host, node, block_size));
+  KILN_RETURN_IF_ERROR(kiln_cuda_describe_check_threads(host, node, "block_size", block_size, 32, 1024, true));
   kiln_kdesc *d = NULL;
   KILN_RETURN_IF_ERROR(host->kdesc_new(compiler, KILN_CUDA_T_GET_ROWS, &d));
   kiln_status st = host->kdesc_set_dtype(d, "w_type", node->src[0]->type);
   if (!st) st = host->kdesc_set_i64(d, "hidden", node->src[0]->ne[0]);
   if (!st) st = host->kdesc_set_i64(d, "block_size", block_size);
-  return finish(host, st, d, node, out_desc);
+  return kiln_cuda_describe_finish(host, st, d, node, out_desc);
 }
 
 kiln_status kiln_cuda_rope_describe(const kiln_host_api *host, kiln_kcompiler *compiler,
@@ -52,7 +35,7 @@ kiln_status kiln_cuda_rope_describe(const kiln_host_api *host, kiln_kcompiler *c
                                     kiln_kdesc **out_desc) {
   KILN_RETURN_IF_ERROR(kiln_cuda_node_check(host, node));
   KILN_RETURN_IF_ERROR(want_op(host, node, KILN_OP_ROPE, KILN_OP_ROPE));
-  KILN_RETURN_IF_ERROR(check_block(host, node, block_size));
+  KILN_RETURN_IF_ERROR(kiln_cuda_describe_check_threads(host, node, "block_size", block_size, 32, 1024, true));
   const kiln_rope_params *p = &node->p.rope;
   kiln_kdesc *d = NULL;
   KILN_RETURN_IF_ERROR(host->kdesc_new(compiler, KILN_CUDA_T_ROPE, &d));
@@ -62,7 +45,7 @@ kiln_status kiln_cuda_rope_describe(const kiln_host_api *host, kiln_kcompiler *c
   if (!st) st = host->kdesc_set_i64(d, "n_head", p->n_head);
   if (!st) st = host->kdesc_set_f32(d, "theta", p->theta);
   if (!st) st = host->kdesc_set_i64(d, "block_size", block_size);
-  return finish(host, st, d, node, out_desc);
+  return kiln_cuda_describe_finish(host, st, d, node, out_desc);
 }
 
 kiln_status kiln_cuda_attention_describe(const kiln_host_api *host, kiln_kcompiler *compiler,
@@ -81,7 +64,7 @@ kiln_status kiln_cuda_attention_describe(const kiln_host_api *host, kiln_kcompil
   if (!st) st = host->kdesc_set_i64(d, "n_head_kv", p->n_head_kv);
   if (!st) st = host->kdesc_set_f32(d, "scale", p->scale);
   if (!st) st = host->kdesc_set_i64(d, "warps", warps);
-  return finish(host, st, d, node, out_desc);
+  return kiln_cuda_describe_finish(host, st, d, node, out_desc);
 }
 
 kiln_status kiln_cuda_eltwise_describe(const kiln_host_api *host, kiln_kcompiler *compiler,
@@ -89,10 +72,10 @@ kiln_status kiln_cuda_eltwise_describe(const kiln_host_api *host, kiln_kcompiler
                                        kiln_kdesc **out_desc) {
   KILN_RETURN_IF_ERROR(kiln_cuda_node_check(host, node));
   KILN_RETURN_IF_ERROR(want_op(host, node, KILN_OP_SWIGLU, KILN_OP_ADD));
-  KILN_RETURN_IF_ERROR(check_block(host, node, block_size));
+  KILN_RETURN_IF_ERROR(kiln_cuda_describe_check_threads(host, node, "block_size", block_size, 32, 1024, true));
   kiln_kdesc *d = NULL;
   KILN_RETURN_IF_ERROR(host->kdesc_new(
       compiler, node->op == KILN_OP_SWIGLU ? KILN_CUDA_T_SWIGLU : KILN_CUDA_T_ADD, &d));
   kiln_status st = host->kdesc_set_i64(d, "block_size", block_size);
-  return finish(host, st, d, node, out_desc);
+  return kiln_cuda_describe_finish(host, st, d, node, out_desc);
 }

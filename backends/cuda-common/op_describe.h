@@ -101,4 +101,17 @@ kiln_status kiln_cuda_eltwise_describe(const kiln_host_api *host, kiln_kcompiler
 kiln_status kiln_cuda_kernel_get(const kiln_host_api *host, kiln_kdesc *d, const kiln_node *node,
                                  kiln_kernel **out_kernel);
 
+/* Shared by the describe functions (op_describe.c). */
+
+/* Hands d out in *out_desc when st is NULL; otherwise frees d and returns
+ * st annotated with the node's name. */
+kiln_status kiln_cuda_describe_finish(const kiln_host_api *host, kiln_status st, kiln_kdesc *d,
+                                      const kiln_node *node, kiln_kdesc **out_desc);
+
+/* A launch dimension `what` = v must lie in lo..hi (and be a multiple of
+ * 32 when asked); KILN_STATUS_INVALID_ARGUMENT naming the node otherwise. */
+kiln_status kiln_cuda_describe_check_threads(const kiln_host_api *host, const kiln_node *node,
+                                             const char *what, uint32_t v, uint32_t lo, uint32_t hi,
+                                             bool multiple_of_32);
+
 #endif
