@@ -81,6 +81,11 @@ kiln_status cpu_node_validate(const cpu_ctx *ctx, const kiln_node *node);
  * then dispatches to the op. Errors name the node. */
 kiln_status cpu_node_run(const cpu_ctx *ctx, const kiln_node *node, const cpu_io *io);
 
+/* The host's status functions as a host table holding just those, for the
+ * shared checks of backends/common/node_check.h (they use nothing else). */
+struct kiln_host_api;
+void cpu_status_host(const cpu_ctx *ctx, struct kiln_host_api *out);
+
 /* A status with `code` and "<op> node '<name>': <message>". */
 kiln_status cpu_node_error(const cpu_ctx *ctx, kiln_status_code code, const kiln_node *node,
                            const char *fmt, ...) __attribute__((format(printf, 4, 5)));

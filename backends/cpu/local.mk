@@ -9,6 +9,7 @@ backends_cpu_libkilncpuops_la_SOURCES = \
 	backends/cpu/cpu_dot.h \
 	backends/cpu/cpu_threads.h \
 	backends/cpu/cpu_threads.c \
+	backends/cpu/cpu_op_util.c \
 	backends/cpu/cpu_check.c \
 	backends/cpu/cpu_weights.c \
 	backends/cpu/cpu_buffers.c \

@@ -250,11 +250,6 @@ void kiln_cuda_close(void *backend) {
   if (backend) backend_free(backend);
 }
 
-kiln_status kiln_cuda_enter(kiln_cuda_backend *be) {
-  KILN_CU_CHECK(be->host, be->cu, NULL, CtxSetCurrent(be->ctx));
-  return NULL;
-}
-
 kiln_status kiln_cuda_sync(void *backend) {
   kiln_cuda_backend *be = backend;
   KILN_RETURN_IF_ERROR(kiln_cuda_enter(be));

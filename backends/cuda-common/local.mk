@@ -52,6 +52,7 @@ backends_cuda_common_libkilncudacommon_la_SOURCES = \
 	backends/cuda-common/cuda_driver.h \
 	backends/cuda-common/cuda_backend.h \
 	backends/cuda-common/cuda_config_keys.h \
+	backends/cuda-common/cuda_context.c \
 	backends/cuda-common/cuda_plugin.c \
 	backends/cuda-common/cuda_buffers.c \
 	backends/cuda-common/cuda_kernel.c \

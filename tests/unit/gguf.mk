@@ -35,7 +35,7 @@ if HAVE_SANITIZERS
 check_PROGRAMS += tests/unit/test_gguf_malformed_san
 TESTS += tests/unit/test_gguf_malformed_san
 tests_unit_test_gguf_malformed_san_SOURCES = tests/unit/test_gguf_malformed.c \
-	core/src/gguf_read.c core/src/gguf_get.c core/src/status.c
+	$(kiln_gguf_read_sources) core/src/base/status.c
 tests_unit_test_gguf_malformed_san_CFLAGS = $(TEST_CFLAGS) $(KILN_SAN_CFLAGS)
 tests_unit_test_gguf_malformed_san_LDFLAGS = $(KILN_SAN_CFLAGS)
 tests_unit_test_gguf_malformed_san_LDADD = tests/libkilntest.la $(CMOCKA_LIBS) -lm
@@ -45,7 +45,7 @@ tests_unit_test_gguf_malformed_san_LDADD = tests/libkilntest.la $(CMOCKA_LIBS) -
 check_PROGRAMS += tests/unit/test_quantize_san
 TESTS += tests/unit/test_quantize_san
 tests_unit_test_quantize_san_SOURCES = tests/unit/test_quantize.c \
-	core/src/quantize.c core/src/dequant.c core/src/status.c
+	$(kiln_gguf_quant_sources) core/src/base/status.c
 tests_unit_test_quantize_san_CFLAGS = $(TEST_CFLAGS) $(KILN_SAN_CFLAGS)
 tests_unit_test_quantize_san_LDFLAGS = $(KILN_SAN_CFLAGS)
 tests_unit_test_quantize_san_LDADD = tests/libkilntest.la $(CMOCKA_LIBS) -lm
@@ -54,8 +54,7 @@ endif
 # The GGUF fuzz target (tests/fuzz/fuzz_gguf.c) run over 100000 deterministic
 # mutations of writer-made seed files, with the reader, writer and
 # dequantizers compiled in (under ASan and UBSan when configure found them).
-gguf_fuzz_sources = tests/fuzz/fuzz_gguf.c core/src/gguf_read.c core/src/gguf_get.c \
-	core/src/gguf_write.c core/src/dequant.c core/src/quantize.c core/src/status.c
+gguf_fuzz_sources = tests/fuzz/fuzz_gguf.c $(kiln_gguf_sources) core/src/base/status.c
 check_PROGRAMS += tests/fuzz/fuzz_gguf_smoke
 TESTS += tests/fuzz/fuzz_gguf_smoke
 tests_fuzz_fuzz_gguf_smoke_SOURCES = tests/fuzz/fuzz_gguf_smoke.c $(gguf_fuzz_sources)
@@ -71,6 +70,6 @@ FUZZ_CFLAGS = -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=a
 fuzz-gguf: tests/fuzz/fuzz_gguf_libfuzzer
 tests/fuzz/fuzz_gguf_libfuzzer: $(gguf_fuzz_sources)
 	$(AM_V_CCLD)$(MKDIR_P) tests/fuzz && $(FUZZ_CC) $(FUZZ_CFLAGS) -std=c11 -DHAVE_CONFIG_H \
-	  $(AM_CPPFLAGS) -I$(top_builddir) $(addprefix $(srcdir)/,$(gguf_fuzz_sources)) -lm -o $@
+	  $(AM_CPPFLAGS) -I$(top_builddir) $(addprefix $(srcdir)/,$(filter %.c,$(gguf_fuzz_sources))) -lm -o $@
 .PHONY: fuzz-gguf
 CLEANFILES += tests/fuzz/fuzz_gguf_libfuzzer

@@ -54,7 +54,7 @@ check_PROGRAMS += tests/unit/test_kcache_guard_drop
 TESTS += tests/unit/test_kcache_guard_drop
 XFAIL_TESTS += tests/unit/test_kcache_guard_drop
 tests_unit_test_kcache_guard_drop_SOURCES = tests/unit/test_kcache_guard.c $(kcache_testhost) \
-	core/src/status.c $(kiln_kcache_sources)
+	core/src/base/status.c $(kiln_kcache_sources)
 tests_unit_test_kcache_guard_drop_CPPFLAGS = $(kcache_cuda_cppflags) \
 	-DKILN_KCACHE_TEST_DROP_PARAM='"eps"'
 tests_unit_test_kcache_guard_drop_CFLAGS = $(kcache_test_cflags) $(XXHASH_CFLAGS)

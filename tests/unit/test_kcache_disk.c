@@ -22,7 +22,7 @@
 
 #include <cmocka.h>
 
-#include "kcache_internal.h"
+#include "kcache/kcache_internal.h"
 #include "kcache_testhost.h"
 #include "kernel_templates.h"
 #include "nvrtc_compile.h"

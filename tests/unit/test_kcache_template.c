@@ -13,7 +13,7 @@
 
 #include <cmocka.h>
 
-#include "kcache_internal.h"
+#include "kcache/kcache_internal.h"
 #include "kcache_testhost.h"
 #include "testutil.h"
 

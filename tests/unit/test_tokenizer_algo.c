@@ -18,7 +18,7 @@
 #include <cmocka.h>
 
 #include "testutil.h"
-#include "tokenizer_internal.h"
+#include "tokenizer/tokenizer_internal.h"
 
 /* ---- building vocabularies ------------------------------------------- */
 

@@ -3,7 +3,7 @@
  * environment variables and command-line flags, checked against tables.
  *
  * Every section and key is declared once (kiln/config_schema.h): core's
- * sections in core/src/config_table.c, the kernel cache's [kernel_cache],
+ * sections in core/src/config/config_table.c, the kernel cache's [kernel_cache],
  * and each plugin's own section. A file is read in two phases, because the
  * plugin folder may itself come from the file: kiln_config_load_file()
  * parses and keeps every entry with its line; kiln_config_validate() checks

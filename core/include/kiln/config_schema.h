@@ -2,7 +2,7 @@
  * kiln/config_schema.h — how a configuration key is declared.
  *
  * Every section and key kiln accepts is declared once, in a table of these:
- * core's own sections in core/config_table.c, and each backend's section
+ * core's own sections in core/src/config/config_table.c, and each backend's section
  * ([cpu], [cuda-batched], ...) in the plugin's entry table. The INI reader
  * checks a file against these tables (unknown sections and keys, values of
  * the wrong type or out of range are errors naming the file and line) and

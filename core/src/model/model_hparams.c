@@ -34,25 +34,12 @@ static kiln_status get_f32_opt(const kiln_gguf *g, const char *arch, const char 
   return *out_absent ? NULL : kiln_gguf_get_f32(g, key, out);
 }
 
-kiln_status kiln__hparams_read(const kiln_gguf *g, kiln_hparams *hp) {
+kiln_status kiln__hparams_read(const kiln_gguf *g, const kiln__arch *arch, kiln_hparams *hp) {
   memset(hp, 0, sizeof *hp);
-  KILN_RETURN_IF_ERROR(kiln_gguf_get_str(g, "general.architecture", hp->arch_name, sizeof hp->arch_name));
+  hp->arch = arch->id;
+  snprintf(hp->arch_name, sizeof hp->arch_name, "%s", arch->name);
   const char *a = hp->arch_name;
-  if (strcmp(a, "llama") == 0) {
-    hp->arch = KILN_ARCH_LLAMA;
-    hp->rope_mode = KILN_ROPE_NORM;
-  } else if (strcmp(a, "qwen2") == 0) {
-    hp->arch = KILN_ARCH_QWEN2;
-    hp->rope_mode = KILN_ROPE_NEOX;
-    hp->qkv_bias = true;
-  } else if (strcmp(a, "qwen3") == 0) {
-    hp->arch = KILN_ARCH_QWEN3;
-    hp->rope_mode = KILN_ROPE_NEOX;
-    hp->qk_norm = true;
-  } else {
-    return kiln_status_new(KILN_STATUS_UNSUPPORTED,
-                           "general.architecture = \"%s\": kiln runs llama, qwen2 and qwen3", a);
-  }
+  arch->configure(hp);
 
   KILN_RETURN_IF_ERROR(get_u32(g, a, "context_length", &hp->n_ctx_train));
   KILN_RETURN_IF_ERROR(get_u32(g, a, "embedding_length", &hp->n_embd));
@@ -108,7 +95,7 @@ kiln_status kiln__hparams_read(const kiln_gguf *g, kiln_hparams *hp) {
    * file without the key is refused rather than run with the wrong θ. */
   KILN_RETURN_IF_ERROR(get_f32_opt(g, a, "rope.freq_base", &hp->rope_theta, &hp->theta_default));
   if (hp->theta_default) {
-    if (hp->arch != KILN_ARCH_LLAMA)
+    if (!arch->theta_may_default)
       return kiln_status_new(KILN_STATUS_NOT_FOUND,
                              "%s.rope.freq_base is missing: a %s model's RoPE θ must be in the file", a, a);
     hp->rope_theta = 10000.0f;

@@ -7,18 +7,6 @@
 
 #include "tokenizer_internal.h"
 
-kiln_status kiln__ids_push(kiln__ids *a, int32_t id) {
-  if (a->n == a->cap) {
-    size_t cap = a->cap ? a->cap * 2 : 64;
-    int32_t *v = realloc(a->v, cap * sizeof *v);
-    if (!v) return kiln_status_new(KILN_STATUS_NO_MEMORY, "%zu token ids", cap);
-    a->v = v;
-    a->cap = cap;
-  }
-  a->v[a->n++] = id;
-  return NULL;
-}
-
 /* SentencePiece's escaping (llama_escape_whitespace): a "▁" (U+2581) in
  * front when asked, and every space as "▁". */
 static kiln_status spm_escape(const char *s, size_t n, bool prefix, char **out, size_t *out_len) {

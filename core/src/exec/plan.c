@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "kiln/log.h"
-#include "model_internal.h"
+#include "graph/graph_internal.h"
 
 #define MAX_BACKENDS 2 /* the configured one, and cpu for fallback */
 

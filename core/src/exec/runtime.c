@@ -9,7 +9,7 @@
 
 #include "kiln/kcache.h"
 #include "kiln/log.h"
-#include "kcache_internal.h"
+#include "kcache/kcache_internal.h"
 #include "runtime_internal.h"
 
 struct kiln_runtime {

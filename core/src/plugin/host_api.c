@@ -6,7 +6,7 @@
 #include "kiln/config.h"
 #include "kiln/dequant.h"
 #include "kiln/log.h"
-#include "kcache_internal.h"
+#include "kcache/kcache_internal.h"
 
 static kiln_status host_status_new(kiln_status_code code, const char *fmt, ...) {
   va_list ap;

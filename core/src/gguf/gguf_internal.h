@@ -1,5 +1,6 @@
-/* The reader's state, shared by gguf_read.c (parsing, validation, lookup)
- * and gguf_get.c (typed getters, array access). Internal to libkiln. */
+/* The reader's state, shared by gguf_read.c (parsing, validation, lookup),
+ * gguf_get.c (typed getters, array access) and gguf_vtype.c (value types).
+ * Internal to libkiln. */
 #ifndef KILN_SRC_GGUF_INTERNAL_H
 #define KILN_SRC_GGUF_INTERNAL_H
 

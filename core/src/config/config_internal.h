@@ -10,7 +10,7 @@ typedef struct kiln__config_table {
   uint32_t n_keys;
 } kiln__config_table;
 
-/* Core's sections, ended by an entry with name NULL (core/src/config_table.c). */
+/* Core's sections, ended by an entry with name NULL (core/src/config/config_table.c). */
 extern const kiln__config_table kiln__config_core_tables[];
 
 #endif

@@ -84,7 +84,7 @@ struct kiln_kcache {
   uint64_t tmp_counter;
 };
 
-/* kcache_log.c-less helper: formats and hands a line to kc->log. */
+/* kcache_log.c: formats and hands a line to kc->log. */
 void kiln__kcache_logf(const kiln_kcache *kc, int level, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 

@@ -14,16 +14,6 @@
 
 #include "kcache_internal.h"
 
-void kiln__kcache_logf(const kiln_kcache *kc, int level, const char *fmt, ...) {
-  if (!kc->log) return;
-  char line[1024];
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(line, sizeof line, fmt, ap);
-  va_end(ap);
-  kc->log(kc->log_user, level, line);
-}
-
 kiln_status kiln_kcache_default_dir(char **out_dir) {
   if (!out_dir) return kiln_status_new(KILN_STATUS_INVALID_ARGUMENT, "default_dir: NULL");
   const char *xdg = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");

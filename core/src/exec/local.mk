@@ -1,0 +1,8 @@
+# The executor: planner, sampler, runtime, sessions and generation.
+kiln_exec_sources = \
+	core/src/exec/plan.c \
+	core/src/exec/sampler.c \
+	core/src/exec/runtime_internal.h \
+	core/src/exec/runtime.c \
+	core/src/exec/session.c \
+	core/src/exec/generate.c

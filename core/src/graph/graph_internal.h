@@ -1,0 +1,29 @@
+/* Internal to libkiln: the graph as the model builders write it and the
+ * planner reads it (kiln/graph.h has the node and tensor types). */
+#ifndef KILN_GRAPH_INTERNAL_H
+#define KILN_GRAPH_INTERNAL_H
+
+#include "kiln/model.h"
+
+struct kiln_graph {
+  kiln_tensor **tensors;
+  uint32_t n_tensors, cap_tensors;
+  kiln_node **nodes;
+  uint32_t n_nodes, cap_nodes;
+  const kiln_tensor *tokens, *logits;
+  int32_t batch, n_ctx;
+};
+
+/* A new tensor [ne0, ne1] owned by the graph; `data` is borrowed (a GGUF
+ * weight's bytes) or NULL for activations and state. KILN_STATUS_NO_MEMORY. */
+kiln_status kiln__graph_add_tensor(kiln_graph *g, const char *name, kiln_type type, kiln_tensor_role role,
+                                   int64_t ne0, int64_t ne1, const void *data, kiln_tensor **out);
+
+/* A node `op` reading the n_src tensors that follow and writing `dst`, or,
+ * when dst_or_null is NULL, a fresh F32 activation [width, batch] named like
+ * the node. out_node and out_dst may be NULL. KILN_STATUS_NO_MEMORY. */
+kiln_status kiln__graph_add_node(kiln_graph *g, kiln_op op, int32_t layer, const char *name, int64_t width,
+                                 const kiln_tensor *dst_or_null, kiln_node **out_node, kiln_tensor **out_dst,
+                                 int n_src, ...);
+
+#endif

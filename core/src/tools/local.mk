@@ -1,0 +1,6 @@
+# What the tool commands are built on: parity, golden sets, synthetic models.
+kiln_tools_sources = \
+	core/src/tools/parity.c \
+	core/src/tools/golden.c \
+	core/src/tools/golden_run.c \
+	core/src/tools/synth.c
