@@ -1,24 +1,38 @@
-/* Runtime set-up and error reporting shared by the subcommands. */
+/* The shared flags, runtime and session set-up, and exit statuses. */
 #include "config.h"
 
-#include <errno.h>
 #include <limits.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include "cli.h"
 
-bool cli_override(cli_common *c, const char *section, const char *key, const char *value,
-                  const char *flag) {
+bool cli_override(cli_common *c, const char *section, const char *key, const char *value, const char *flag) {
   if (c->n_overrides == sizeof c->overrides / sizeof c->overrides[0]) {
-    fprintf(stderr, "kiln: too many option overrides\n");
+    fprintf(stderr, "kiln %s: too many option overrides\n", c->cmd ? c->cmd : "");
     return false;
   }
   c->overrides[c->n_overrides++] = (kiln_config_override){section, key, value, flag};
   return true;
+}
+
+int cli_model_flag(cli_common *c, int opt, const char *arg) {
+  bool ok;
+  switch (opt) {
+  case 'm': ok = cli_override(c, "model", "path", arg, "--model"); break;
+  case 'c': ok = cli_override(c, "model", "n_ctx", arg, "--ctx-size"); break;
+  case 'b': ok = cli_override(c, "backend", "batch", arg, "--batch-size"); break;
+  case 't': ok = cli_override(c, "cpu", "threads", arg, "--threads"); break;
+  case 'B': ok = cli_override(c, "backend", "name", arg, "--backend"); break;
+  case CLI_OPT_CONFIG: c->config_path = arg; ok = true; break;
+  case CLI_OPT_FALLBACK: ok = cli_override(c, "backend", "fallback", arg, "--fallback"); break;
+  case 'v': c->verbose = true; ok = true; break;
+  default: return 0;
+  }
+  return ok ? 1 : -1;
 }
 
 /* When this binary is the one in the build tree (not installed), the
@@ -36,83 +50,68 @@ static const char *build_plugins(void) {
 
 kiln_status cli_runtime_open(cli_common *c, kiln_runtime **out_runtime) {
   kiln_runtime_options opt = {c->config_path, true, c->overrides, c->n_overrides, build_plugins()};
-  return kiln_runtime_open(&opt, out_runtime);
+  kiln_status st = kiln_runtime_open(&opt, out_runtime);
+  if (st && c->n_overrides) {
+    /* the same without the command line's values: if that opens, the
+       flags were at fault (a malformed or out-of-range value: exit 2) */
+    kiln_runtime *probe = NULL;
+    kiln_runtime_options bare = opt;
+    bare.overrides = NULL;
+    bare.n_overrides = 0;
+    kiln_status st2 = kiln_runtime_open(&bare, &probe);
+    c->flags_at_fault = st2 == NULL;
+    kiln_status_free(st2);
+    kiln_runtime_free(probe);
+  }
+  return st;
+}
+
+kiln_status cli_model_path(kiln_runtime *rt, const char **out_path) {
+  *out_path = kiln_config_get_str(kiln_config_section_get(kiln_runtime_config(rt), "model"), "path");
+  if (!*out_path || !**out_path)
+    return kiln_status_new(KILN_STATUS_INVALID_ARGUMENT,
+                           "no model: give -m MODEL, or set [model] path in the configuration");
+  return NULL;
+}
+
+kiln_status cli_session_open(kiln_runtime *rt, const kiln_model *m, const kiln_session_options *opt,
+                             kiln_session **out_session) {
+  const char *backend = opt && opt->backend ? opt->backend
+                                            : kiln_config_get_str(kiln_config_section_get(kiln_runtime_config(rt),
+                                                                                          "backend"),
+                                                                  "name");
+  cli_progress("kiln: loading on %s (plan, kernels, weights) ...", backend);
+  kiln_status st = kiln_session_open(rt, m, opt, out_session);
+  cli_progress_clear();
+  return st;
+}
+
+int cli_exit(const cli_common *c, kiln_status st) {
+  fprintf(stderr, "kiln %s: error: %s\n", c->cmd, kiln_status_message(st));
+  kiln_status_free(st);
+  return c->flags_at_fault ? CLI_EXIT_USAGE : CLI_EXIT_FAIL;
 }
 
 int cli_fail(const char *cmd, kiln_status st) {
   fprintf(stderr, "kiln %s: error: %s\n", cmd, kiln_status_message(st));
   kiln_status_free(st);
-  return 1;
+  return CLI_EXIT_FAIL;
 }
 
-/* A prompt file larger than this is refused: no context holds it, and a
- * device like /dev/zero must not eat the machine's memory. */
-#define CLI_MAX_PROMPT_BYTES (64u << 20)
-
-kiln_status cli_read_file(const char *path, char **out_text, size_t *out_len) {
-  *out_text = NULL;
-  FILE *f = fopen(path, "rb");
-  if (!f) return kiln_status_new(KILN_STATUS_NOT_FOUND, "%s: %s", path, strerror(errno));
-  struct stat sb;
-  if (fstat(fileno(f), &sb) != 0 || !S_ISREG(sb.st_mode)) {
-    fclose(f);
-    return kiln_status_new(KILN_STATUS_INVALID_ARGUMENT, "%s: not a regular file", path);
-  }
-  if ((uint64_t)sb.st_size > CLI_MAX_PROMPT_BYTES) {
-    fclose(f);
-    return kiln_status_new(KILN_STATUS_OUT_OF_RANGE, "%s: %lld bytes; a prompt file may hold at most %u MiB", path,
-                           (long long)sb.st_size, CLI_MAX_PROMPT_BYTES >> 20);
-  }
-  size_t cap = (size_t)sb.st_size + 1;
-  char *buf = malloc(cap);
-  if (!buf) {
-    fclose(f);
-    return kiln_status_new(KILN_STATUS_NO_MEMORY, "%s: reading", path);
-  }
-  size_t len = fread(buf, 1, cap - 1, f);
-  bool err = ferror(f);
-  fclose(f);
-  if (err) {
-    free(buf);
-    return kiln_status_new(KILN_STATUS_IO, "%s: read error", path);
-  }
-  buf[len] = 0;
-  *out_text = buf;
-  *out_len = len;
-  return NULL;
+int cli_usage_error(const char *cmd, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  fprintf(stderr, "kiln %s: ", cmd);
+  vfprintf(stderr, fmt, ap);
+  fputc('\n', stderr);
+  va_end(ap);
+  return CLI_EXIT_USAGE;
 }
 
-#include "cmd_kernels.h"
-
-int cmd_kernels(int argc, char **argv) {
-  /* Take -c/--config for ourselves; pass the rest, plus --dir from
-   * [kernel_cache] when the user gave none. */
-  cli_common cc = {0};
-  char *args[64];
-  int n = 0;
-  bool have_dir = false;
-  for (int i = 0; i < argc && n < 60; i++) {
-    if ((!strcmp(argv[i], "-c") || !strcmp(argv[i], "--config")) && i + 1 < argc) {
-      cc.config_path = argv[++i];
-      continue;
-    }
-    if (!strncmp(argv[i], "--dir", 5)) have_dir = true;
-    if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) return kiln_cmd_kernels(argc, argv);
-    args[n++] = argv[i];
+void cli_rewrite_aliases(int argc, char **argv, const cli_alias *aliases) {
+  for (int i = 1; i < argc; i++) {
+    if (!strcmp(argv[i], "--")) return;
+    for (const cli_alias *a = aliases; a->from; a++)
+      if (!strcmp(argv[i], a->from)) argv[i] = (char *)a->to;
   }
-  kiln_runtime *rt = NULL;
-  if (!have_dir) {
-    kiln_status st = cli_runtime_open(&cc, &rt);
-    if (st) return cli_fail("kernels", st);
-    const kiln_config_section *s = kiln_config_section_get(kiln_runtime_config(rt), "kernel_cache");
-    const char *dir = kiln_config_get_str(s, "dir");
-    if (dir) {
-      args[n++] = "--dir";
-      args[n++] = (char *)dir;
-    }
-  }
-  args[n] = NULL;
-  int rc = kiln_cmd_kernels(n, args);
-  kiln_runtime_free(rt);
-  return rc;
 }

@@ -1,27 +1,42 @@
-/* kiln bench: prefill and decode throughput of a backend on a model. */
+/* kiln bench: prompt processing and generation throughput of a backend on
+ * a model, with llama-bench's flags, tests and output formats. */
 #include "config.h"
 
 #include <errno.h>
-#include <getopt.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "cli.h"
 
 static void usage(FILE *out) {
-  fputs("usage: kiln bench -m MODEL [-b BACKEND] [-p N] [-n N] [-r REPS] [-c CONFIG]\n"
+  fputs("usage: kiln bench -m MODEL [-p N] [-n N] [-d N] [-r N] [-b N] [-t N] [-B BACKEND] [-o FORMAT]\n"
         "\n"
-        "Times a prefill of N prompt tokens (-p, default 128) and N decode steps\n"
-        "(-n, default 64) on the backend, REPS times (-r, default 5), after one\n"
-        "warm-up run, and prints the median and min/max tokens per second. The\n"
-        "tokens are fixed ids spread over the vocabulary, so runs are comparable.\n"
-        "Compare with a peer side by side (bench/), never as a pass/fail test.\n"
+        "llama-bench's two tests, each after one warm-up run: ppN, the time to prefill N\n"
+        "prompt tokens (-p, default 512) in micro-batches of -b, and tgN, the time to\n"
+        "generate N tokens one decode step at a time (-n, default 128); both start after a\n"
+        "prompt of -d tokens (default 0) that is not timed. Each runs -r times (default 5);\n"
+        "the table gives tokens/s (mean +/- standard deviation), ms per token and the total\n"
+        "ms of one run (means). The tokens are fixed ids spread over the vocabulary,\n"
+        "(1 + 7919 i) mod n_vocab, so runs are comparable. Compare with a peer side by side\n"
+        "(bench/, tools/device/peer/), never as a pass/fail test.\n"
         "\n"
-        "  --batch N    prefill micro-batch ([backend] batch)\n"
-        "  --csv        one CSV line per repetition instead of the summary\n",
+        "  -p, --n-prompt N       prompt tokens of the pp test (0: no pp test)\n"
+        "  -n, --n-gen N          tokens of the tg test (0: no tg test)\n"
+        "  -d, --n-depth N        tokens in the KV cache before each test\n"
+        "  -r, --repetitions N\n"
+        "  -o, --output FORMAT    md (default), csv, json (one array), jsonl (one object a line)\n"
+        "      --json             -o json\n"
+        "  -m, --model FILE       GGUF model ([model] path)\n"
+        "  -b, --batch-size N     prefill micro-batch ([backend] batch)\n"
+        "  -t, --threads N        cpu backend threads ([cpu] threads; 0 = one per online CPU)\n"
+        "  -B, --backend NAME     backend plugin ([backend] name)\n"
+        "      --config FILE      configuration file (else $KILN_CONFIG)\n"
+        "      --fallback MODE    error | cpu ([backend] fallback)\n"
+        "  -h, --help             this text\n",
         out);
 }
 
@@ -44,113 +59,232 @@ static double now(void) {
   return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
-static int by_value(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return (x > y) - (x < y);
-}
+/* The token at position i of every run: the same ids bench/kiln_vs_llamacpp.py
+ * gives llama.cpp. */
+static int32_t bench_id(int64_t i, int32_t n_vocab) { return (int32_t)((1 + i * 7919) % n_vocab); }
 
-/* One repetition: prefill n_prompt tokens, then n_gen single-token steps. */
-static kiln_status one_run(kiln_session *s, const int32_t *ids, int32_t n_prompt, int32_t n_gen, int32_t n_vocab,
-                           float *logits, double *out_prefill_s, double *out_decode_s) {
+typedef struct bench_test {
+  char name[48];     /* "pp512", "tg128 @ d1024" */
+  int32_t n_prompt, n_gen; /* one of them is 0 */
+  double *seconds;   /* [reps] */
+} bench_test;
+
+/* One run of a test: the untimed depth, then the timed tokens. */
+static kiln_status run_test(kiln_session *s, const bench_test *t, int32_t depth, int32_t n_vocab, int32_t *ids,
+                            double *out_seconds) {
   kiln_session_reset(s);
+  int32_t n = t->n_prompt ? t->n_prompt : t->n_gen;
+  for (int32_t i = 0; i < depth + n; i++) ids[i] = bench_id(i, n_vocab);
+  if (depth) KILN_RETURN_IF_ERROR(kiln_session_eval(s, ids, depth, NULL, NULL));
   double t0 = now();
-  KILN_RETURN_IF_ERROR(kiln_session_eval(s, ids, n_prompt, logits, NULL));
-  double t1 = now();
-  for (int32_t i = 0; i < n_gen; i++) {
-    int32_t tok = kiln_argmax(logits, n_vocab);
-    KILN_RETURN_IF_ERROR(kiln_session_eval(s, &tok, 1, logits, NULL));
+  if (t->n_prompt) {
+    KILN_RETURN_IF_ERROR(kiln_session_eval(s, ids + depth, t->n_prompt, NULL, NULL));
+  } else {
+    for (int32_t i = 0; i < t->n_gen; i++) KILN_RETURN_IF_ERROR(kiln_session_eval(s, ids + depth + i, 1, NULL, NULL));
   }
-  *out_prefill_s = t1 - t0;
-  *out_decode_s = now() - t1;
+  *out_seconds = now() - t0;
   return NULL;
 }
 
+typedef struct bench_stats {
+  double avg_ts, sd_ts, avg_s, sd_s;
+} bench_stats;
+
+static bench_stats stats_of(const bench_test *t, int32_t reps) {
+  int32_t n = t->n_prompt ? t->n_prompt : t->n_gen;
+  bench_stats b = {0, 0, 0, 0};
+  for (int32_t r = 0; r < reps; r++) {
+    b.avg_ts += n / t->seconds[r];
+    b.avg_s += t->seconds[r];
+  }
+  b.avg_ts /= reps;
+  b.avg_s /= reps;
+  for (int32_t r = 0; r < reps && reps > 1; r++) {
+    double d = n / t->seconds[r] - b.avg_ts, e = t->seconds[r] - b.avg_s;
+    b.sd_ts += d * d / (reps - 1);
+    b.sd_s += e * e / (reps - 1);
+  }
+  b.sd_ts = sqrt(b.sd_ts);
+  b.sd_s = sqrt(b.sd_s);
+  return b;
+}
+
+/* What the run's arithmetic is: the backend's own setting ([cpu] precision,
+ * a CUDA backend's gemm), or "-" when it has none. */
+static void precision_of(const kiln_config *cfg, const char *backend, char *buf, size_t cap) {
+  const kiln_config_section *s = kiln_config_section_get(cfg, backend);
+  const char *p = kiln_config_has_key(s, "precision") ? kiln_config_get_str(s, "precision") : NULL;
+  const char *g = kiln_config_has_key(s, "gemm") ? kiln_config_get_str(s, "gemm") : NULL;
+  if (p) snprintf(buf, cap, "%s", p);
+  else if (g) snprintf(buf, cap, "gemm %s", g);
+  else snprintf(buf, cap, "-");
+}
+
+/* The cpu backend's threads (0 = one per online CPU), or -1 when another
+ * backend runs the graph. */
+static int32_t threads_of(const kiln_config *cfg, const char *backend) {
+  if (strcmp(backend, "cpu") != 0) return -1;
+  int64_t t = kiln_config_get_int(kiln_config_section_get(cfg, "cpu"), "threads");
+  if (t > 0) return (int32_t)t;
+  long n = sysconf(_SC_NPROCESSORS_ONLN);
+  return n > 0 ? (int32_t)n : 1;
+}
+
+typedef struct bench_info {
+  const char *model, *backend;
+  char precision[48];
+  int32_t threads, batch, depth, reps;
+} bench_info;
+
+static json_t *test_json(const bench_info *in, const bench_test *t) {
+  bench_stats b = stats_of(t, in->reps);
+  int32_t n = t->n_prompt ? t->n_prompt : t->n_gen;
+  json_t *ns = json_array(), *ts = json_array();
+  for (int32_t r = 0; r < in->reps; r++) {
+    json_array_append_new(ns, json_integer((json_int_t)llround(t->seconds[r] * 1e9)));
+    json_array_append_new(ts, json_real(n / t->seconds[r]));
+  }
+  return json_pack("{s:s, s:s, s:o, s:s, s:i, s:i, s:i, s:i, s:s, s:I, s:I, s:f, s:f, s:f, s:f, s:o, s:o}",
+                   "model_filename", in->model, "backend", in->backend,
+                   "n_threads", in->threads >= 0 ? json_integer(in->threads) : json_null(), "precision",
+                   in->precision, "n_batch", in->batch, "n_prompt", t->n_prompt, "n_gen", t->n_gen, "n_depth",
+                   in->depth, "test", t->name, "avg_ns", (json_int_t)llround(b.avg_s * 1e9), "stddev_ns",
+                   (json_int_t)llround(b.sd_s * 1e9), "avg_ts", b.avg_ts, "stddev_ts", b.sd_ts, "ms_per_token",
+                   b.avg_s * 1e3 / n, "total_ms", b.avg_s * 1e3, "samples_ns", ns, "samples_ts", ts);
+}
+
+static bool print_results(const char *format, const bench_info *in, const bench_test *tests, int n_tests) {
+  const char *model = strrchr(in->model, '/') ? strrchr(in->model, '/') + 1 : in->model;
+  char threads[16];
+  snprintf(threads, sizeof threads, in->threads >= 0 ? "%d" : "-", in->threads);
+  if (!strcmp(format, "md")) {
+    printf("| model | backend | threads | precision | n_batch | test | t/s | ms/token | total ms |\n"
+           "| --- | --- | ---: | --- | ---: | --- | ---: | ---: | ---: |\n");
+    for (int i = 0; i < n_tests; i++) {
+      bench_stats b = stats_of(&tests[i], in->reps);
+      int32_t n = tests[i].n_prompt ? tests[i].n_prompt : tests[i].n_gen;
+      printf("| %s | %s | %s | %s | %d | %s | %.2f ± %.2f | %.3f | %.3f |\n", model, in->backend, threads,
+             in->precision, in->batch, tests[i].name, b.avg_ts, b.sd_ts, b.avg_s * 1e3 / n, b.avg_s * 1e3);
+    }
+    printf("\n(%d repetitions after one warm-up each; t/s: mean ± standard deviation; ms/token and total ms "
+           "of one run: means)\n",
+           in->reps);
+    return true;
+  }
+  if (!strcmp(format, "csv")) {
+    printf("model,backend,threads,precision,n_batch,n_depth,test,n_prompt,n_gen,avg_ts,stddev_ts,ms_per_token,"
+           "total_ms\n");
+    for (int i = 0; i < n_tests; i++) {
+      bench_stats b = stats_of(&tests[i], in->reps);
+      int32_t n = tests[i].n_prompt ? tests[i].n_prompt : tests[i].n_gen;
+      printf("%s,%s,%s,%s,%d,%d,%s,%d,%d,%.4f,%.4f,%.6f,%.6f\n", in->model, in->backend, threads, in->precision,
+             in->batch, in->depth, tests[i].name, tests[i].n_prompt, tests[i].n_gen, b.avg_ts, b.sd_ts,
+             b.avg_s * 1e3 / n, b.avg_s * 1e3);
+    }
+    return true;
+  }
+  if (!strcmp(format, "jsonl")) {
+    for (int i = 0; i < n_tests; i++)
+      if (!cli_json_print(test_json(in, &tests[i]))) return false;
+    return true;
+  }
+  json_t *a = json_array();
+  for (int i = 0; a && i < n_tests; i++) json_array_append_new(a, test_json(in, &tests[i]));
+  return cli_json_print(a);
+}
+
 int cmd_bench(int argc, char **argv) {
+  enum { O_JSON = CLI_OPT_FIRST_FREE };
   static const struct option longopts[] = {
-      {"model", required_argument, 0, 'm'},  {"backend", required_argument, 0, 'b'},
-      {"prompt", required_argument, 0, 'p'}, {"gen", required_argument, 0, 'n'},
-      {"reps", required_argument, 0, 'r'},   {"config", required_argument, 0, 'c'},
-      {"batch", required_argument, 0, 'B'},  {"csv", no_argument, 0, 'C'},
-      {"help", no_argument, 0, 'h'},         {0, 0, 0, 0}};
-  cli_common cc = {0};
-  int32_t n_prompt = 128, n_gen = 64, reps = 5;
-  bool csv = false, ok = true;
+      CLI_MODEL_LONGOPTS,
+      {"n-prompt", required_argument, 0, 'p'}, {"n-gen", required_argument, 0, 'n'},
+      {"n-depth", required_argument, 0, 'd'},  {"repetitions", required_argument, 0, 'r'},
+      {"output", required_argument, 0, 'o'},   {"json", no_argument, 0, O_JSON},
+      {"help", no_argument, 0, 'h'},           {0, 0, 0, 0}};
+  cli_common cc = {.cmd = "bench"};
+  int32_t n_prompt = 512, n_gen = 128, depth = 0, reps = 5;
+  const char *format = "md";
+  bool ok = true;
   int opt;
   optind = 1;
-  while (ok && (opt = getopt_long(argc, argv, "m:b:p:n:r:c:h", longopts, NULL)) != -1) {
+  while (ok && (opt = getopt_long(argc, argv, CLI_MODEL_SHORTOPTS "p:n:d:r:o:h", longopts, NULL)) != -1) {
+    if (opt == 'c')
+      return cli_usage_error("bench", "-c: bench sizes the KV cache itself (-d plus -p or -n tokens)");
+    int common = cli_model_flag(&cc, opt, optarg);
+    if (common) {
+      ok = common > 0;
+      continue;
+    }
     switch (opt) {
-    case 'm': cli_override(&cc, "model", "path", optarg, "--model"); break;
-    case 'b': cli_override(&cc, "backend", "name", optarg, "--backend"); break;
-    case 'B': cli_override(&cc, "backend", "batch", optarg, "--batch"); break;
-    case 'p': ok = int_arg("-p", optarg, 1, 1 << 20, &n_prompt); break;
+    case 'p': ok = int_arg("-p", optarg, 0, 1 << 20, &n_prompt); break;
     case 'n': ok = int_arg("-n", optarg, 0, 1 << 20, &n_gen); break;
+    case 'd': ok = int_arg("-d", optarg, 0, 1 << 20, &depth); break;
     case 'r': ok = int_arg("-r", optarg, 1, 1000, &reps); break;
-    case 'c': cc.config_path = optarg; break;
-    case 'C': csv = true; break;
-    case 'h': usage(stdout); return 0;
-    default: usage(stderr); return 2;
+    case 'o':
+      format = optarg;
+      if (strcmp(format, "md") && strcmp(format, "csv") && strcmp(format, "json") && strcmp(format, "jsonl"))
+        return cli_usage_error("bench", "-o %s: expected md, csv, json or jsonl", format);
+      break;
+    case O_JSON: format = "json"; break;
+    case 'h': usage(stdout); return CLI_EXIT_OK;
+    default: usage(stderr); return CLI_EXIT_USAGE;
     }
   }
-  if (!ok) return 2;
-  if (optind != argc) {
-    fprintf(stderr, "kiln bench: unexpected argument \"%s\"\n", argv[optind]);
-    return 2;
+  if (!ok) return CLI_EXIT_USAGE;
+  if (optind != argc) return cli_usage_error("bench", "unexpected argument \"%s\"", argv[optind]);
+  if (!n_prompt && !n_gen) return cli_usage_error("bench", "-p 0 and -n 0: no test to run");
+
+  bench_test tests[2];
+  int n_tests = 0;
+  if (n_prompt) tests[n_tests++] = (bench_test){"", n_prompt, 0, NULL};
+  if (n_gen) tests[n_tests++] = (bench_test){"", 0, n_gen, NULL};
+  for (int i = 0; i < n_tests; i++) {
+    int k = snprintf(tests[i].name, sizeof tests[i].name, tests[i].n_prompt ? "pp%d" : "tg%d",
+                     tests[i].n_prompt ? tests[i].n_prompt : tests[i].n_gen);
+    if (depth) snprintf(tests[i].name + k, sizeof tests[i].name - (size_t)k, " @ d%d", depth);
   }
+  int32_t longest = (n_prompt > n_gen ? n_prompt : n_gen) + depth;
   kiln_runtime *rt = NULL;
   kiln_model *m = NULL;
   kiln_session *s = NULL;
   int32_t *ids = NULL;
-  float *logits = NULL;
-  double *pre = calloc((size_t)reps, sizeof *pre), *dec = calloc((size_t)reps, sizeof *dec);
+  const char *model_path = NULL;
   kiln_status st = cli_runtime_open(&cc, &rt);
-  const char *model_path =
-      rt ? kiln_config_get_str(kiln_config_section_get(kiln_runtime_config(rt), "model"), "path") : NULL;
-  if (!st && !model_path) st = kiln_status_new(KILN_STATUS_INVALID_ARGUMENT, "no model: give -m MODEL");
+  if (!st) st = cli_model_path(rt, &model_path);
   if (!st) st = kiln_model_open(model_path, &m);
   int32_t n_vocab = m ? (int32_t)kiln_model_hparams(m)->n_vocab : 0;
-  if (!st && (int64_t)n_prompt + n_gen > (int64_t)kiln_model_hparams(m)->n_ctx_train)
-    st = kiln_status_new(KILN_STATUS_OUT_OF_RANGE, "-p %d + -n %d exceed the %u positions %s was trained for", n_prompt,
-                         n_gen, kiln_model_hparams(m)->n_ctx_train, model_path);
-  kiln_session_options so = {.n_ctx = n_prompt + n_gen, .fallback_cpu = -1};
-  if (!st) st = kiln_session_open(rt, m, &so, &s);
-  if (!st) {
-    ids = malloc((size_t)n_prompt * sizeof *ids);
-    logits = malloc((size_t)n_vocab * sizeof *logits);
-    if (!ids || !logits || !pre || !dec) st = kiln_status_new(KILN_STATUS_NO_MEMORY, "bench");
-  }
-  for (int32_t i = 0; !st && i < n_prompt; i++) ids[i] = (int32_t)((1 + (int64_t)i * 7919) % n_vocab);
-  /* (the same ids bench/kiln_vs_llamacpp.py gives llama.cpp) */
-  double w0, w1;
-  if (!st) st = one_run(s, ids, n_prompt, n_gen, n_vocab, logits, &w0, &w1); /* warm-up */
-  for (int32_t r = 0; !st && r < reps; r++) st = one_run(s, ids, n_prompt, n_gen, n_vocab, logits, &pre[r], &dec[r]);
-  int rc = 0;
-  if (st) {
-    rc = cli_fail("bench", st);
-  } else {
-    const char *backend = kiln_plan_backend_name(kiln_session_plan(s));
-    if (csv) {
-      printf("backend,model,n_prompt,n_gen,prefill_s,decode_s,prefill_tok_s,decode_tok_s\n");
-      for (int32_t r = 0; r < reps; r++)
-        printf("%s,%s,%d,%d,%.6f,%.6f,%.2f,%.2f\n", backend, model_path, n_prompt, n_gen, pre[r], dec[r],
-               n_prompt / pre[r], n_gen ? n_gen / dec[r] : 0.0);
-    } else {
-      qsort(pre, (size_t)reps, sizeof *pre, by_value);
-      qsort(dec, (size_t)reps, sizeof *dec, by_value);
-      double pm = pre[reps / 2], dm = dec[reps / 2];
-      printf("model    %s\nbackend  %s (%u nodes, %u on cpu by fallback)\n", model_path, backend,
-             kiln_graph_n_nodes(kiln_plan_graph(kiln_session_plan(s))), kiln_plan_n_fallbacks(kiln_session_plan(s)));
-      printf("prefill  %d tokens: %10.1f tok/s median (%.1f..%.1f), %.3f ms\n", n_prompt, n_prompt / pm,
-             n_prompt / pre[reps - 1], n_prompt / pre[0], pm * 1e3);
-      if (n_gen)
-        printf("decode   %d tokens: %10.1f tok/s median (%.1f..%.1f), %.3f ms/token\n", n_gen, n_gen / dm,
-               n_gen / dec[reps - 1], n_gen / dec[0], dm * 1e3 / n_gen);
-      printf("(%d repetitions after one warm-up)\n", reps);
+  if (!st && longest > (int64_t)kiln_model_hparams(m)->n_ctx_train)
+    st = kiln_status_new(KILN_STATUS_OUT_OF_RANGE, "-d %d and -p %d / -n %d exceed the %u positions %s was trained for",
+                         depth, n_prompt, n_gen, kiln_model_hparams(m)->n_ctx_train, model_path);
+  kiln_session_options so = {.n_ctx = longest, .fallback_cpu = -1};
+  if (!st) st = cli_session_open(rt, m, &so, &s);
+  if (!st && !(ids = malloc((size_t)longest * sizeof *ids))) st = kiln_status_new(KILN_STATUS_NO_MEMORY, "bench");
+  for (int i = 0; !st && i < n_tests; i++)
+    if (!(tests[i].seconds = calloc((size_t)reps, sizeof(double)))) st = kiln_status_new(KILN_STATUS_NO_MEMORY, "bench");
+  for (int i = 0; !st && i < n_tests; i++) {
+    double warm;
+    cli_progress("kiln: bench %s warm-up", tests[i].name);
+    st = run_test(s, &tests[i], depth, n_vocab, ids, &warm);
+    for (int32_t r = 0; !st && r < reps; r++) {
+      cli_progress("kiln: bench %s %d/%d", tests[i].name, r + 1, reps);
+      st = run_test(s, &tests[i], depth, n_vocab, ids, &tests[i].seconds[r]);
     }
   }
-  free(pre);
-  free(dec);
+  cli_progress_clear();
+  int rc = CLI_EXIT_OK;
+  if (st) {
+    rc = cli_exit(&cc, st);
+  } else {
+    kiln_plan *plan = kiln_session_plan(s);
+    const kiln_config *cfg = kiln_runtime_config(rt);
+    bench_info in = {model_path, kiln_plan_backend_name(plan), "", threads_of(cfg, kiln_plan_backend_name(plan)),
+                     kiln_graph_batch(kiln_plan_graph(plan)), depth, reps};
+    precision_of(cfg, in.backend, in.precision, sizeof in.precision);
+    if (kiln_plan_n_fallbacks(plan)) kiln_plan_print_fallbacks(plan, stderr);
+    if (!print_results(format, &in, tests, n_tests)) rc = CLI_EXIT_FAIL;
+  }
+  for (int i = 0; i < n_tests; i++) free(tests[i].seconds);
   free(ids);
-  free(logits);
   kiln_session_free(s);
   kiln_model_free(m);
   kiln_runtime_free(rt);

@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <getopt.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,7 +23,9 @@ static void usage(FILE *out) {
         "\n"
         "  --ref B[:f64]         reference backend; :f64 sets [cpu] precision = f64 for it\n"
         "  --test B[:f64]        backend under test\n"
-        "  -p, --prompt TEXT     the prompt;  -f FILE reads it from a file\n"
+        "  -p, --prompt TEXT     the prompt (escapes processed unless --no-escape)\n"
+        "  -f, --file FILE       read the prompt from FILE; -f - reads standard input\n"
+        "      --no-special      special-token texts in a raw prompt stay text\n"
         "      --chat            the prompt through the model's chat template, as kiln run --chat:\n"
         "                        rendered around it, or taken as is when it already starts with\n"
         "                        the template's markers (which are then special tokens)\n"
@@ -35,8 +38,8 @@ static void usage(FILE *out) {
         "      --min-cos X       (default 0.9999)\n"
         "      --test-eps X      plan the test side's RMSNorm with this ε instead of the model's:\n"
         "                        shows the check sees a wrong ε (the seed defect)\n"
-        "      --batch N         prefill micro-batch for both sides\n"
-        "  -c, --config FILE     configuration file\n",
+        "      --json            the report as one JSON object (every row) on stdout\n"
+        CLI_MODEL_HELP,
         out);
 }
 
@@ -70,33 +73,62 @@ static bool num(const char *flag, const char *a, double hi, bool whole, double *
   return true;
 }
 
+/* JSON has no NaN or infinity: a non-finite statistic is null. */
+static json_t *finite_or_null(double v) { return isfinite(v) ? json_real(v) : json_null(); }
+
+static json_t *row_json(const kiln_parity_row *w) {
+  return json_pack("{s:s, s:s, s:i, s:i, s:o, s:o, s:o, s:o, s:b, s:b}", "node", w->name, "op", w->op, "pos", w->pos,
+                   "token", w->token, "cosine", finite_or_null(w->cos), "norm_ratio", finite_or_null(w->norm_ratio), "rel_l2",
+                   finite_or_null(w->rel_l2), "max_abs", finite_or_null(w->max_abs), "finite", w->finite, "pass", w->pass);
+}
+
+static json_t *parity_json(const kiln_parity_report *r) {
+  json_t *rows = json_array();
+  for (size_t i = 0; rows && i < r->n_rows; i++) json_array_append_new(rows, row_json(&r->rows[i]));
+  json_t *first = r->first_fail >= 0 ? json_incref(json_array_get(rows, (size_t)r->first_fail)) : json_null();
+  return json_pack("{s:s, s:s, s:b, s:I, s:I, s:o, s:{s:f, s:f, s:f}, s:o}", "ref", r->ref_name, "test",
+                   r->test_name, "pass", r->n_fail == 0, "n_rows", (json_int_t)r->n_rows, "n_fail",
+                   (json_int_t)r->n_fail, "first_fail", first, "thresholds", "max_rel_l2", r->opt.max_rel_l2,
+                   "max_norm_dev", r->opt.max_norm_dev, "min_cos", r->opt.min_cos, "rows", rows);
+}
+
 int cmd_parity(int argc, char **argv) {
-  enum { O_REF = 256, O_TEST, O_PER_OP, O_ALL, O_CSV, O_PLOT, O_REL, O_NORM, O_COS, O_EPS, O_CHAT, O_BATCH };
+  enum { O_REF = CLI_OPT_FIRST_FREE, O_TEST, O_PER_OP, O_ALL, O_CSV, O_PLOT, O_REL, O_NORM, O_COS, O_EPS, O_CHAT,
+         O_JSON, O_NO_ESCAPE, O_NO_SPECIAL };
   static const struct option longopts[] = {
-      {"model", required_argument, 0, 'm'},   {"prompt", required_argument, 0, 'p'},
-      {"file", required_argument, 0, 'f'},    {"config", required_argument, 0, 'c'},
+      CLI_MODEL_LONGOPTS,
+      {"prompt", required_argument, 0, 'p'},  {"file", required_argument, 0, 'f'},
+      {"no-escape", no_argument, 0, O_NO_ESCAPE}, {"no-special", no_argument, 0, O_NO_SPECIAL},
+      {"json", no_argument, 0, O_JSON},
       {"ref", required_argument, 0, O_REF},   {"test", required_argument, 0, O_TEST},
       {"per-op", no_argument, 0, O_PER_OP},   {"all", no_argument, 0, O_ALL},
       {"csv", required_argument, 0, O_CSV},   {"plot", required_argument, 0, O_PLOT},
       {"max-rel-l2", required_argument, 0, O_REL}, {"max-norm-dev", required_argument, 0, O_NORM},
       {"min-cos", required_argument, 0, O_COS}, {"test-eps", required_argument, 0, O_EPS},
-      {"chat", no_argument, 0, O_CHAT},       {"batch", required_argument, 0, O_BATCH},
+      {"chat", no_argument, 0, O_CHAT},
       {"help", no_argument, 0, 'h'},          {0, 0, 0, 0}};
-  cli_common cc = {0};
+  cli_common cc = {.cmd = "parity"};
   kiln_parity_options o = {0};
   kiln_config_override ref_ov, test_ov;
   char ref_name[64], test_name[64];
   const char *prompt = NULL, *prompt_file = NULL, *csv = NULL, *plot = NULL;
-  bool all = false, chat = false, have_ref = false, have_test = false, ok = true;
+  bool all = false, chat = false, have_ref = false, have_test = false, ok = true, json = false, escape = true,
+       special = true;
   double v;
   int opt;
   optind = 1;
-  while (ok && (opt = getopt_long(argc, argv, "m:p:f:c:h", longopts, NULL)) != -1) {
+  while (ok && (opt = getopt_long(argc, argv, CLI_MODEL_SHORTOPTS "p:f:h", longopts, NULL)) != -1) {
+    int common = cli_model_flag(&cc, opt, optarg);
+    if (common) {
+      ok = common > 0;
+      continue;
+    }
     switch (opt) {
-    case 'm': ok = cli_override(&cc, "model", "path", optarg, "--model"); break;
     case 'p': prompt = optarg; break;
     case 'f': prompt_file = optarg; break;
-    case 'c': cc.config_path = optarg; break;
+    case O_JSON: json = true; break;
+    case O_NO_ESCAPE: escape = false; break;
+    case O_NO_SPECIAL: special = false; break;
     case O_REF:
     case O_TEST:
       ok = parse_side(optarg, opt == O_REF ? ref_name : test_name, sizeof ref_name, opt == O_REF ? &o.ref : &o.test,
@@ -115,15 +147,15 @@ int cmd_parity(int argc, char **argv) {
     case O_COS: ok = num("--min-cos", optarg, 1.0, false, &o.min_cos); break;
     case O_EPS: ok = num("--test-eps", optarg, 1.0, false, &v); o.test.eps_override = (float)v; break;
     case O_CHAT: chat = true; break;
-    case O_BATCH: ok = num("--batch", optarg, 4096, true, &v); o.batch = (int32_t)v; break;
     case 'h': usage(stdout); return 0;
     default: usage(stderr); return 2;
     }
   }
-  if (!ok) return 2;
-  if (!have_ref || !have_test || !prompt == !prompt_file || optind != argc) {
+  if (!ok) return CLI_EXIT_USAGE;
+  if (optind != argc) return cli_usage_error("parity", "unexpected argument \"%s\"", argv[optind]);
+  if (!have_ref || !have_test) {
     usage(stderr);
-    return 2;
+    return cli_usage_error("parity", "--ref and --test are required");
   }
   kiln_runtime *rt = NULL;
   kiln_model *m = NULL;
@@ -131,27 +163,24 @@ int cmd_parity(int argc, char **argv) {
   char *text = NULL;
   int32_t *ids = NULL;
   size_t n_ids = 0, len = 0;
-  kiln_status st = cli_runtime_open(&cc, &rt);
-  const char *model_path =
-      rt ? kiln_config_get_str(kiln_config_section_get(kiln_runtime_config(rt), "model"), "path") : NULL;
-  if (!st && !model_path) st = kiln_status_new(KILN_STATUS_INVALID_ARGUMENT, "no model: give -m MODEL");
+  kiln_status st = NULL;
+  if (!cli_prompt("parity", prompt, prompt_file, escape, &text, &len, &st)) return CLI_EXIT_USAGE;
+  const char *model_path = NULL;
+  if (!st) st = cli_runtime_open(&cc, &rt);
+  if (!st) st = cli_model_path(rt, &model_path);
   if (!st) st = kiln_model_open(model_path, &m);
   if (!st && !kiln_model_vocab(m)) st = kiln_status_new(KILN_STATUS_UNSUPPORTED, "%s has no vocabulary", model_path);
-  if (!st && prompt_file) {
-    st = cli_read_file(prompt_file, &text, &len);
-    prompt = text;
-  }
   const kiln_vocab *voc = m ? kiln_model_vocab(m) : NULL;
   if (!st)
-    st = kiln_prompt_tokenize(voc, kiln_model_chat_template(m), prompt, prompt ? strlen(prompt) : 0, chat, NULL, &ids,
-                              &n_ids, NULL);
+    st = kiln_prompt_tokenize(voc, kiln_model_chat_template(m), text, len, chat, special, NULL, &ids, &n_ids, NULL);
   if (!st && n_ids == 0) st = kiln_status_new(KILN_STATUS_INVALID_ARGUMENT, "the prompt is empty");
   if (!st) st = kiln_parity_run(rt, m, ids, n_ids, &o, &r);
-  if (!st) kiln_parity_print(r, voc, all, stdout);
+  if (!st && json && !cli_json_print(parity_json(r))) st = kiln_status_new(KILN_STATUS_IO, "writing the report");
+  if (!st && !json) kiln_parity_print(r, voc, all, stdout);
   if (!st && csv) st = kiln_parity_write_csv(r, csv);
   if (!st && plot) st = kiln_parity_plot_svg(r, plot);
   int rc;
-  if (st) rc = cli_fail("parity", st);
+  if (st) rc = cli_exit(&cc, st);
   else rc = r->n_fail ? 1 : 0;
   if (!st && r->n_fail) {
     const kiln_parity_row *f = &r->rows[r->first_fail];

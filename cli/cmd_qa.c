@@ -9,49 +9,49 @@
 #include "kiln/golden.h"
 
 static void usage(FILE *out) {
-  fputs("usage: kiln qa -m MODEL --golden FILE [-b BACKEND] [-c CONFIG]\n"
+  fputs("usage: kiln qa -m MODEL --golden FILE [-B BACKEND] [--config FILE]\n"
         "\n"
         "Replays every case of a golden file (see kiln/golden.h; tests/golden/ has\n"
         "sets made with llama.cpp) greedily on the backend, prints each case's\n"
-        "result and `golden N/M`, and exits 1 if any case differs.\n",
+        "result and `golden N/M`, and exits 1 if any case differs.\n"
+        "\n"
+        "  -g, --golden FILE      the golden set\n"
+        CLI_MODEL_HELP,
         out);
 }
 
 int cmd_qa(int argc, char **argv) {
   static const struct option longopts[] = {
-      {"model", required_argument, 0, 'm'},  {"golden", required_argument, 0, 'g'},
-      {"backend", required_argument, 0, 'b'}, {"config", required_argument, 0, 'c'},
-      {"fallback", required_argument, 0, 'F'}, {"help", no_argument, 0, 'h'},
-      {0, 0, 0, 0}};
-  cli_common cc = {0};
+      CLI_MODEL_LONGOPTS, {"golden", required_argument, 0, 'g'}, {"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
+  cli_common cc = {.cmd = "qa"};
   const char *golden_path = NULL;
   int opt;
   optind = 1;
-  while ((opt = getopt_long(argc, argv, "m:g:b:c:h", longopts, NULL)) != -1) {
+  while ((opt = getopt_long(argc, argv, CLI_MODEL_SHORTOPTS "g:h", longopts, NULL)) != -1) {
+    int common = cli_model_flag(&cc, opt, optarg);
+    if (common < 0) return CLI_EXIT_USAGE;
+    if (common) continue;
     switch (opt) {
-    case 'm': cli_override(&cc, "model", "path", optarg, "--model"); break;
     case 'g': golden_path = optarg; break;
-    case 'b': cli_override(&cc, "backend", "name", optarg, "--backend"); break;
-    case 'c': cc.config_path = optarg; break;
-    case 'F': cli_override(&cc, "backend", "fallback", optarg, "--fallback"); break;
-    case 'h': usage(stdout); return 0;
-    default: usage(stderr); return 2;
+    case 'h': usage(stdout); return CLI_EXIT_OK;
+    default: usage(stderr); return CLI_EXIT_USAGE;
     }
   }
-  if (!golden_path || optind != argc) {
+  if (optind != argc) return cli_usage_error("qa", "unexpected argument \"%s\"", argv[optind]);
+  if (!golden_path) {
     usage(stderr);
-    return 2;
+    return cli_usage_error("qa", "--golden FILE is required");
   }
   kiln_runtime *rt = NULL;
   kiln_model *m = NULL;
   kiln_session *s = NULL;
   kiln_golden *g = NULL;
   kiln_status st = kiln_golden_load(golden_path, &g);
+  const char *model_path = NULL;
   if (!st) st = cli_runtime_open(&cc, &rt);
-  const char *model_path = rt ? kiln_config_get_str(kiln_config_section_get(kiln_runtime_config(rt), "model"), "path") : NULL;
-  if (!st && !model_path) st = kiln_status_new(KILN_STATUS_INVALID_ARGUMENT, "no model: give -m MODEL");
+  if (!st) st = cli_model_path(rt, &model_path);
   if (!st) st = kiln_model_open(model_path, &m);
-  if (!st) st = kiln_session_open(rt, m, NULL, &s);
+  if (!st) st = cli_session_open(rt, m, NULL, &s);
   size_t passed = 0;
   for (size_t i = 0; !st && i < g->n_cases; i++) {
     const kiln_golden_case *c = &g->cases[i];
@@ -83,7 +83,7 @@ int cmd_qa(int argc, char **argv) {
   }
   int rc;
   if (st) {
-    rc = cli_fail("qa", st);
+    rc = cli_exit(&cc, st);
   } else {
     printf("golden %zu/%zu (%s, backend %s)\n", passed, g->n_cases, golden_path,
            kiln_plan_backend_name(kiln_session_plan(s)));

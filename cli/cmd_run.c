@@ -1,204 +1,294 @@
-/* kiln run: tokenize a prompt, prefill, sample and stream the text. */
+/* kiln run: tokenize a prompt, prefill, sample and stream the text; or,
+ * with -i, a conversation (run_conversation.c). */
 #include "config.h"
 
-#include <getopt.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
-#include "cli.h"
-#include "kiln/chat.h"
+#include "run.h"
 
 static void usage(FILE *out) {
   fputs("usage: kiln run [-m MODEL] (-p PROMPT | -f FILE) [options]\n"
+        "       kiln run [-m MODEL] -i [-p FIRST-MESSAGE] [options]   (conversation)\n"
         "\n"
         "Generates text from PROMPT with the model and backend of the configuration,\n"
         "streaming it to stdout, then prints a summary line to stderr.\n"
         "\n"
-        "  -m, --model FILE      GGUF model ([model] path)\n"
-        "  -p, --prompt TEXT     the prompt\n"
-        "  -f, --file FILE       read the prompt from FILE\n"
-        "  -n, --n-predict N     tokens to generate ([sampling] n_predict)\n"
-        "      --chat            render the model's chat template around PROMPT (once: a\n"
-        "                        prompt that already holds the template's markers is kept)\n"
-        "      --system TEXT     a system message (with --chat)\n"
-        "      --raw             the prompt as is, no template (the default)\n"
-        "  -b, --backend NAME    backend plugin ([backend] name): cpu, cuda-serial, ...\n"
-        "  -c, --config FILE     configuration file (else $KILN_CONFIG)\n"
-        "      --fallback MODE   error | cpu: nodes the backend cannot run ([backend] fallback)\n"
-        "      --temp T          temperature, 0 = greedy ([sampling] temperature)\n"
-        "      --top-k K         ([sampling] top_k)\n"
-        "      --top-p P         ([sampling] top_p)\n"
-        "      --seed S          ([sampling] seed)\n"
-        "      --ctx N           KV cache positions ([model] n_ctx)\n"
-        "      --batch N         prefill micro-batch ([backend] batch)\n"
-        "      --ids             also print the prompt and generated token ids (stderr)\n"
-        "  -v, --verbose         print the hyperparameters and the plan first (stderr)\n"
-        "  -h, --help            this text\n",
+        "  -p, --prompt TEXT      the prompt (escapes \\n \\t \\\\ ... processed unless --no-escape)\n"
+        "  -f, --file FILE        read the prompt from FILE; -f - reads standard input\n"
+        "  -e, --escape           process escapes in -p (the default);  --no-escape: do not\n"
+        "  -n, --n-predict N      tokens to generate, -1 = until end of text or the KV cache\n"
+        "                         is full ([sampling] n_predict)\n"
+        "      --no-special       special-token texts in the prompt (<|im_start|>, <s>) stay\n"
+        "                         text; by default they are those tokens, as in llama.cpp\n"
+        "      --chat             render the model's chat template around PROMPT (once: a\n"
+        "                         prompt that already holds the template's markers is kept);\n"
+        "                         text inside the message never becomes a special token\n"
+        "  -sys, --system-prompt TEXT  a system message (with --chat or -i; also --system)\n"
+        "      --raw              the prompt as is, no template (the default)\n"
+        "  -i, -cnv, --interactive, --conversation\n"
+        "                         a conversation with the chat template: each line of standard\n"
+        "                         input is a user message (a \"\\\" at its end continues it), each\n"
+        "                         reply and message go into the KV cache after the last; -p is\n"
+        "                         the first message\n"
+        "  -r, --reverse-prompt TEXT, --stop TEXT\n"
+        "                         stop after the generated text contains TEXT (repeatable)\n"
+        "      --ignore-eos       never sample end of text / end of turn\n"
+        "      --temp T           temperature, 0 = greedy ([sampling] temperature)\n"
+        "      --top-k K          ([sampling] top_k)\n"
+        "      --top-p P          ([sampling] top_p)\n"
+        "  -s, --seed S           sampler seed, -1 = random ([sampling] seed)\n"
+        "      --ids              also print the prompt and generated token ids (stderr)\n"
+        "      --json             print one JSON object (per turn with -i) on stdout instead\n"
+        "                         of the text and the summary\n"
+        CLI_MODEL_HELP
+        "  -h, --help             this text\n",
         out);
 }
 
-typedef struct run_state {
-  FILE *out;
-} run_state;
-
-static bool on_token(int32_t token, const char *piece, size_t len, void *user) {
-  run_state *rs = user;
-  (void)token;
-  fwrite(piece, 1, len, rs->out);
-  fflush(rs->out);
-  return true;
+/* -s -1: a seed from the system's entropy, printed so the run can be
+ * repeated. */
+static bool random_seed(char *buf, size_t cap) {
+  uint64_t v = 0;
+  int fd = open("/dev/urandom", O_RDONLY);
+  if (fd < 0) return false;
+  bool ok = read(fd, &v, sizeof v) == (ssize_t)sizeof v;
+  close(fd);
+  snprintf(buf, cap, "%llu", (unsigned long long)(v & ((1ull << 53) - 1)));
+  return ok;
 }
 
-static void print_ids(const char *what, const int32_t *ids, int32_t n) {
+static void print_ids(const char *what, const int32_t *ids, size_t n) {
   fprintf(stderr, "%s:", what);
-  for (int32_t i = 0; i < n; i++) fprintf(stderr, " %d", ids[i]);
+  for (size_t i = 0; i < n; i++) fprintf(stderr, " %d", ids[i]);
   fputc('\n', stderr);
 }
 
-int cmd_run(int argc, char **argv) {
-  static const struct option longopts[] = {
-      {"model", required_argument, 0, 'm'},    {"prompt", required_argument, 0, 'p'},
-      {"file", required_argument, 0, 'f'},     {"n-predict", required_argument, 0, 'n'},
-      {"backend", required_argument, 0, 'b'},  {"config", required_argument, 0, 'c'},
-      {"fallback", required_argument, 0, 'F'}, {"temp", required_argument, 0, 'T'},
-      {"top-k", required_argument, 0, 'K'},    {"top-p", required_argument, 0, 'P'},
-      {"seed", required_argument, 0, 'S'},     {"ctx", required_argument, 0, 'C'},
-      {"batch", required_argument, 0, 'B'},    {"ids", no_argument, 0, 'I'},
-      {"verbose", no_argument, 0, 'v'},        {"help", no_argument, 0, 'h'},
-      {"chat", no_argument, 0, 'H'},           {"raw", no_argument, 0, 'R'},
-      {"system", required_argument, 0, 'Y'},
-      {0, 0, 0, 0}};
-  cli_common cc = {0};
-  const char *prompt = NULL, *prompt_file = NULL, *system = NULL;
-  bool show_ids = false, ok = true, chat = false;
-  int opt;
-  optind = 1;
-  while ((opt = getopt_long(argc, argv, "m:p:f:n:b:c:vh", longopts, NULL)) != -1) {
-    switch (opt) {
-    case 'm': ok = cli_override(&cc, "model", "path", optarg, "--model"); break;
-    case 'p': prompt = optarg; break;
-    case 'f': prompt_file = optarg; break;
-    case 'n': ok = cli_override(&cc, "sampling", "n_predict", optarg, "--n-predict"); break;
-    case 'b': ok = cli_override(&cc, "backend", "name", optarg, "--backend"); break;
-    case 'c': cc.config_path = optarg; break;
-    case 'F': ok = cli_override(&cc, "backend", "fallback", optarg, "--fallback"); break;
-    case 'T': ok = cli_override(&cc, "sampling", "temperature", optarg, "--temp"); break;
-    case 'K': ok = cli_override(&cc, "sampling", "top_k", optarg, "--top-k"); break;
-    case 'P': ok = cli_override(&cc, "sampling", "top_p", optarg, "--top-p"); break;
-    case 'S': ok = cli_override(&cc, "sampling", "seed", optarg, "--seed"); break;
-    case 'C': ok = cli_override(&cc, "model", "n_ctx", optarg, "--ctx"); break;
-    case 'B': ok = cli_override(&cc, "backend", "batch", optarg, "--batch"); break;
-    case 'I': show_ids = true; break;
-    case 'H': chat = true; break;
-    case 'R': chat = false; break;
-    case 'Y': system = optarg; break;
-    case 'v': cc.verbose = true; break;
-    case 'h': usage(stdout); return 0;
-    default: usage(stderr); return 2;
-    }
-    if (!ok) return 2;
-  }
-  if (optind < argc) {
-    fprintf(stderr, "kiln run: unexpected argument \"%s\"\n", argv[optind]);
-    return 2;
-  }
-  if (!prompt == !prompt_file) {
-    fprintf(stderr, "kiln run: give exactly one of -p PROMPT and -f FILE\n");
-    usage(stderr);
-    return 2;
-  }
+typedef struct run_args {
+  const char *prompt, *file, *system;
+  const char *stop[16];
+  size_t n_stop;
+  bool escape, parse_special, chat, conversation, ignore_eos, show_ids, json;
+} run_args;
 
-  kiln_runtime *rt = NULL;
-  kiln_model *model = NULL;
+static kiln_status open_sampler(const kiln_config *cfg, kiln_sampler **out) {
+  const kiln_config_section *ss = kiln_config_section_get(cfg, "sampling");
+  kiln_sampler_options so = {(float)kiln_config_get_float(ss, "temperature"), (int32_t)kiln_config_get_int(ss, "top_k"),
+                             (float)kiln_config_get_float(ss, "top_p"), (uint64_t)kiln_config_get_int(ss, "seed")};
+  return kiln_sampler_new(&so, out);
+}
+
+/* One prompt, one generation. */
+static int run_once(cli_common *cc, const run_args *a, kiln_runtime *rt, kiln_model *model, const char *model_path) {
+  const kiln_config *cfg = kiln_runtime_config(rt);
+  const kiln_config_section *ss = kiln_config_section_get(cfg, "sampling");
+  const kiln_vocab *v = kiln_model_vocab(model);
   kiln_session *session = NULL;
   kiln_sampler *sampler = NULL;
-  char *file_text = NULL;
-  int32_t *ids = NULL, *out_ids = NULL;
-  size_t n_ids = 0, prompt_len = 0;
-  kiln_status st = cli_runtime_open(&cc, &rt);
-  const kiln_config *cfg = rt ? kiln_runtime_config(rt) : NULL;
-  const kiln_config_section *ms = cfg ? kiln_config_section_get(cfg, "model") : NULL;
-  const kiln_config_section *ss = cfg ? kiln_config_section_get(cfg, "sampling") : NULL;
-  const char *model_path = ms ? kiln_config_get_str(ms, "path") : NULL;
-  if (!st && (!model_path || !*model_path))
-    st = kiln_status_new(KILN_STATUS_INVALID_ARGUMENT,
-                         "no model: give -m MODEL, or set [model] path in the configuration");
-  if (!st) st = kiln_model_open(model_path, &model);
-  if (!st && !kiln_model_vocab(model))
-    st = kiln_status_new(KILN_STATUS_UNSUPPORTED, "%s has no vocabulary (tokenizer.ggml.*): cannot tokenize a prompt",
-                         model_path);
-  if (!st && prompt_file) {
-    st = cli_read_file(prompt_file, &file_text, &prompt_len);
-    prompt = file_text;
-  } else if (!st) {
-    prompt_len = strlen(prompt);
-  }
-  if (!st && cc.verbose) {
-    fprintf(stderr, "model %s\n", model_path);
-    kiln_hparams_print(kiln_model_hparams(model), stderr);
-  }
-  const kiln_vocab *v = model ? kiln_model_vocab(model) : NULL;
+  char *text = NULL;
+  int32_t *ids = NULL;
+  size_t n_ids = 0, len = 0;
+  run_output out = {.json = a->json};
+  kiln_status st = NULL;
+  if (!cli_prompt("run", a->prompt, a->file, a->escape, &text, &len, &st)) return CLI_EXIT_USAGE;
   if (!st) {
     char *rendered = NULL;
-    st = kiln_prompt_tokenize(v, kiln_model_chat_template(model), prompt, prompt_len, chat, system, &ids, &n_ids,
-                              cc.verbose && chat ? &rendered : NULL);
+    st = kiln_prompt_tokenize(v, kiln_model_chat_template(model), text, len, a->chat, a->parse_special, a->system,
+                              &ids, &n_ids, cc->verbose && a->chat ? &rendered : NULL);
     if (!st && rendered) fprintf(stderr, "prompt as templated:\n%s\n", rendered);
     free(rendered);
   }
   if (!st && n_ids == 0) st = kiln_status_new(KILN_STATUS_INVALID_ARGUMENT, "the prompt is empty");
-  if (!st) st = kiln_session_open(rt, model, NULL, &session);
-  int32_t n_predict = ss ? (int32_t)kiln_config_get_int(ss, "n_predict") : 0;
-  if (!st) {
-    kiln_sampler_options so = {(float)kiln_config_get_float(ss, "temperature"),
-                               (int32_t)kiln_config_get_int(ss, "top_k"),
-                               (float)kiln_config_get_float(ss, "top_p"),
-                               (uint64_t)kiln_config_get_int(ss, "seed")};
-    st = kiln_sampler_new(&so, &sampler);
-  }
-  if (!st && cc.verbose) {
+  if (!st) st = cli_session_open(rt, model, NULL, &session);
+  if (!st) st = open_sampler(cfg, &sampler);
+  if (!st && cc->verbose) {
     kiln_plan *plan = kiln_session_plan(session);
     fprintf(stderr, "plan: %u nodes on %s, n_ctx %d\n", kiln_graph_n_nodes(kiln_plan_graph(plan)),
             kiln_plan_backend_name(plan), kiln_session_n_ctx(session));
   }
+  int32_t n_predict = (int32_t)kiln_config_get_int(ss, "n_predict");
   kiln_generate_stats stats = {0};
   if (!st) {
-    out_ids = calloc((size_t)(n_predict > 0 ? n_predict : 1), sizeof *out_ids);
-    if (!out_ids) st = kiln_status_new(KILN_STATUS_NO_MEMORY, "ids");
+    kiln_generate_options go = {n_predict, a->ignore_eos, a->stop, a->n_stop,
+                                cli_progress_on() ? run_prefill_progress : NULL, NULL};
+    st = kiln_generate_with(session, ids, (int32_t)n_ids, &go, sampler, run_on_token, &out, NULL, &stats);
+    if (!st && out.out_of_memory) st = kiln_status_new(KILN_STATUS_NO_MEMORY, "generated text");
+    if (!a->json) {
+      fputc('\n', stdout);
+      fflush(stdout);
+    }
   }
-  if (!st) {
-    run_state rs = {stdout};
-    st = kiln_generate(session, ids, (int32_t)n_ids, n_predict, sampler, on_token, &rs, out_ids, &stats);
-    fputc('\n', stdout);
-    fflush(stdout);
-  }
-  int rc = 0;
+  int rc = CLI_EXIT_OK;
   if (st) {
-    rc = cli_fail("run", st);
+    rc = cli_exit(cc, st);
+  } else if (a->json) {
+    kiln_plan *plan = kiln_session_plan(session);
+    json_t *j = json_pack("{s:s, s:s, s:o, s:o, s:o, s:s, s:i, s:i, s:i, s:f, s:f, s:I, s:i}", "model", model_path,
+                          "backend", kiln_plan_backend_name(plan), "prompt_ids", run_ids_json(ids, n_ids),
+                          "generated_ids", run_ids_json(out.ids, out.n_ids), "text",
+                          cli_json_text(out.text ? out.text : "", out.len), "stop", run_stop_reason(&stats),
+                          "n_prompt", stats.n_prompt, "n_generated", stats.n_generated, "n_decoded",
+                          stats.n_decoded, "prefill_seconds", stats.prefill_seconds, "decode_seconds",
+                          stats.decode_seconds, "seed", (json_int_t)kiln_config_get_int(ss, "seed"), "n_ctx",
+                          kiln_session_n_ctx(session));
+    if (!cli_json_print(j)) rc = CLI_EXIT_FAIL;
   } else {
     kiln_plan *plan = kiln_session_plan(session);
-    if (show_ids) {
-      print_ids("prompt ids", ids, (int32_t)n_ids);
-      print_ids("generated ids", out_ids, stats.n_generated);
+    if (a->show_ids) {
+      print_ids("prompt ids", ids, n_ids);
+      print_ids("generated ids", out.ids, out.n_ids);
     }
     kiln_plan_print_fallbacks(plan, stderr);
-    fprintf(stderr,
-            "kiln: backend %s | prompt %d tokens, generated %d | prefill %.1f tok/s, decode %.1f "
-            "tok/s%s\n",
-            kiln_plan_backend_name(plan), stats.n_prompt, stats.n_generated,
-            stats.prefill_seconds > 0 ? stats.n_prompt / stats.prefill_seconds : 0.0,
-            stats.decode_seconds > 0 && stats.n_decoded ? stats.n_decoded / stats.decode_seconds : 0.0,
-            stats.stopped_at_eos ? " | stopped at end of text" : "");
+    fprintf(stderr, "kiln: backend %s | prompt %d tokens, generated %d | ", kiln_plan_backend_name(plan),
+            stats.n_prompt, stats.n_generated);
+    run_print_speed(stderr, &stats);
+    if (stats.stopped_at_eos) fputs(" | stopped at end of text", stderr);
+    if (stats.stop_index >= 0) fprintf(stderr, " | stopped at \"%s\"", a->stop[stats.stop_index]);
+    if (kiln_config_get_float(ss, "temperature") > 0)
+      fprintf(stderr, " | seed %lld", (long long)kiln_config_get_int(ss, "seed"));
+    fputc('\n', stderr);
     if (stats.stopped_at_ctx)
-      fprintf(stderr, "kiln run: warning: stopped after %d of %d tokens: the KV cache of %d positions is full "
-                      "(raise --ctx or [model] n_ctx)\n",
-              stats.n_generated, n_predict, kiln_session_n_ctx(session));
+      fprintf(stderr,
+              "kiln run: warning: stopped after %d tokens: the KV cache of %d positions is full "
+              "(raise -c / [model] n_ctx)\n",
+              stats.n_generated, kiln_session_n_ctx(session));
   }
-  free(out_ids);
+  run_output_free(&out);
   free(ids);
-  free(file_text);
+  free(text);
   kiln_sampler_free(sampler);
   kiln_session_free(session);
+  return rc;
+}
+
+static int run_chat(cli_common *cc, const run_args *a, kiln_runtime *rt, kiln_model *model) {
+  const kiln_config *cfg = kiln_runtime_config(rt);
+  const kiln_config_section *ss = kiln_config_section_get(cfg, "sampling");
+  kiln_session *session = NULL;
+  kiln_sampler *sampler = NULL;
+  char *first = NULL;
+  size_t first_len = 0;
+  kiln_chat_kind kind = KILN_CHAT_NONE;
+  kiln_status st = kiln_chat_detect(kiln_model_chat_template(model), &kind);
+  if (!st && kind == KILN_CHAT_NONE)
+    st = kiln_status_new(KILN_STATUS_UNSUPPORTED,
+                         "conversation mode needs a chat template, and the model has none (tokenizer.chat_template)");
+  if (!st && (a->prompt || a->file) && cli_prompt("run", a->prompt, a->file, a->escape, &first, &first_len, &st) &&
+      !st && memchr(first, 0, first_len))
+    st = kiln_status_new(KILN_STATUS_INVALID_ARGUMENT, "the first message holds a NUL byte");
+  if (!st) st = cli_session_open(rt, model, NULL, &session);
+  if (!st) st = open_sampler(cfg, &sampler);
+  int rc;
+  if (st) {
+    rc = cli_exit(cc, st);
+  } else {
+    run_conversation_args ca = {session, sampler, kind, a->system, first,
+                                {(int32_t)kiln_config_get_int(ss, "n_predict"), a->ignore_eos, a->stop, a->n_stop,
+                                 cli_progress_on() ? run_prefill_progress : NULL, NULL},
+                                a->json, a->show_ids, stdin};
+    rc = run_conversation(&ca);
+  }
+  free(first);
+  kiln_sampler_free(sampler);
+  kiln_session_free(session);
+  return rc;
+}
+
+int cmd_run(int argc, char **argv) {
+  enum { O_CHAT = CLI_OPT_FIRST_FREE, O_RAW, O_SYSTEM, O_TEMP, O_TOPK, O_TOPP, O_IDS, O_JSON, O_NO_ESCAPE,
+         O_NO_SPECIAL, O_STOP, O_IGNORE_EOS };
+  static const struct option longopts[] = {
+      CLI_MODEL_LONGOPTS,
+      {"prompt", required_argument, 0, 'p'},      {"file", required_argument, 0, 'f'},
+      {"escape", no_argument, 0, 'e'},            {"no-escape", no_argument, 0, O_NO_ESCAPE},
+      {"n-predict", required_argument, 0, 'n'},   {"seed", required_argument, 0, 's'},
+      {"temp", required_argument, 0, O_TEMP},     {"top-k", required_argument, 0, O_TOPK},
+      {"top-p", required_argument, 0, O_TOPP},    {"ids", no_argument, 0, O_IDS},
+      {"json", no_argument, 0, O_JSON},           {"chat", no_argument, 0, O_CHAT},
+      {"raw", no_argument, 0, O_RAW},             {"system", required_argument, 0, O_SYSTEM},
+      {"system-prompt", required_argument, 0, O_SYSTEM}, {"no-special", no_argument, 0, O_NO_SPECIAL},
+      {"interactive", no_argument, 0, 'i'},       {"conversation", no_argument, 0, 'i'},
+      {"reverse-prompt", required_argument, 0, 'r'}, {"stop", required_argument, 0, O_STOP},
+      {"ignore-eos", no_argument, 0, O_IGNORE_EOS}, {"help", no_argument, 0, 'h'},
+      {0, 0, 0, 0}};
+  static const cli_alias aliases[] = {{"-cnv", "--conversation"}, {"-sys", "--system-prompt"}, {NULL, NULL}};
+  cli_rewrite_aliases(argc, argv, aliases);
+  cli_common cc = {.cmd = "run"};
+  run_args a = {.escape = true, .parse_special = true};
+  char seed_buf[24];
+  bool ok = true;
+  int opt;
+  optind = 1;
+  while (ok && (opt = getopt_long(argc, argv, CLI_MODEL_SHORTOPTS "p:f:en:s:ir:h", longopts, NULL)) != -1) {
+    int common = cli_model_flag(&cc, opt, optarg);
+    if (common) {
+      ok = common > 0;
+      continue;
+    }
+    switch (opt) {
+    case 'p': a.prompt = optarg; break;
+    case 'f': a.file = optarg; break;
+    case 'e': a.escape = true; break;
+    case O_NO_ESCAPE: a.escape = false; break;
+    case 'n': ok = cli_override(&cc, "sampling", "n_predict", optarg, "--n-predict"); break;
+    case 's':
+      if (!strcmp(optarg, "-1") && !random_seed(seed_buf, sizeof seed_buf))
+        return cli_usage_error("run", "--seed -1: cannot read /dev/urandom");
+      ok = cli_override(&cc, "sampling", "seed", strcmp(optarg, "-1") ? optarg : seed_buf, "--seed");
+      break;
+    case O_TEMP: ok = cli_override(&cc, "sampling", "temperature", optarg, "--temp"); break;
+    case O_TOPK: ok = cli_override(&cc, "sampling", "top_k", optarg, "--top-k"); break;
+    case O_TOPP: ok = cli_override(&cc, "sampling", "top_p", optarg, "--top-p"); break;
+    case O_IDS: a.show_ids = true; break;
+    case O_JSON: a.json = true; break;
+    case O_CHAT: a.chat = true; break;
+    case O_RAW: a.chat = false; break;
+    case O_SYSTEM: a.system = optarg; break;
+    case O_NO_SPECIAL: a.parse_special = false; break;
+    case 'i': a.conversation = true; break;
+    case 'r':
+    case O_STOP:
+      if (a.n_stop == sizeof a.stop / sizeof a.stop[0]) return cli_usage_error("run", "at most 16 stop strings");
+      if (!*optarg) return cli_usage_error("run", "%s: an empty stop string", opt == 'r' ? "-r" : "--stop");
+      a.stop[a.n_stop++] = optarg;
+      break;
+    case O_IGNORE_EOS: a.ignore_eos = true; break;
+    case 'h': usage(stdout); return CLI_EXIT_OK;
+    default: usage(stderr); return CLI_EXIT_USAGE;
+    }
+  }
+  if (!ok) return CLI_EXIT_USAGE;
+  if (optind < argc) return cli_usage_error("run", "unexpected argument \"%s\"", argv[optind]);
+  if (a.conversation && a.file && !strcmp(a.file, "-"))
+    return cli_usage_error("run", "-i reads the messages from standard input: give the first with -p or a file");
+  if (!a.conversation && !a.prompt == !a.file) {
+    usage(stderr);
+    return cli_usage_error("run", "give exactly one of -p PROMPT and -f FILE");
+  }
+  if (a.conversation && a.prompt && a.file) return cli_usage_error("run", "give at most one of -p and -f with -i");
+  if (a.system && !a.chat && !a.conversation)
+    return cli_usage_error("run", "a system message needs the chat template (--chat or -i)");
+
+  kiln_runtime *rt = NULL;
+  kiln_model *model = NULL;
+  const char *model_path = NULL;
+  kiln_status st = cli_runtime_open(&cc, &rt);
+  if (!st) st = cli_model_path(rt, &model_path);
+  if (!st) st = kiln_model_open(model_path, &model);
+  if (!st && !kiln_model_vocab(model))
+    st = kiln_status_new(KILN_STATUS_UNSUPPORTED, "%s has no vocabulary (tokenizer.ggml.*): cannot tokenize a prompt",
+                         model_path);
+  if (!st && cc.verbose) {
+    fprintf(stderr, "model %s\n", model_path);
+    kiln_hparams_print(kiln_model_hparams(model), stderr);
+  }
+  int rc;
+  if (st) rc = cli_exit(&cc, st);
+  else if (a.conversation) rc = run_chat(&cc, &a, rt, model);
+  else rc = run_once(&cc, &a, rt, model, model_path);
   kiln_model_free(model);
   kiln_runtime_free(rt);
   return rc;

@@ -16,7 +16,10 @@ typedef struct command {
 } command;
 
 static const command commands[] = {
-    {"run", cmd_run, "generate text from a prompt"},
+    {"run", cmd_run, "generate text from a prompt, or hold a conversation (-i)"},
+    {"tokenize", cmd_tokenize, "text to token ids and pieces (as llama-tokenize)"},
+    {"detokenize", cmd_detokenize, "token ids to text"},
+    {"perplexity", cmd_perplexity, "perplexity over a text file (as llama-perplexity)"},
     {"inspect", cmd_inspect, "print a GGUF model's metadata, hyperparameters and tensors"},
     {"backends", cmd_backends, "list backend plugins, their ABI and hardware"},
     {"config", cmd_config, "print the configuration reference or the effective configuration"},
@@ -39,7 +42,7 @@ static void usage(FILE *out) {
 int main(int argc, char **argv) {
   if (argc < 2) {
     usage(stderr);
-    return 2;
+    return CLI_EXIT_USAGE;
   }
   if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help")) {
     usage(stdout);
@@ -51,16 +54,22 @@ int main(int argc, char **argv) {
   }
   for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++) {
     if (strcmp(argv[1], commands[i].name) != 0) continue;
+    /* getopt's own messages name argv[0]: "kiln run: unrecognized option" */
+    char name[32];
+    snprintf(name, sizeof name, "kiln %s", commands[i].name);
+    char *cmd_name = argv[1];
+    argv[1] = name;
     int rc = commands[i].main(argc - 1, argv + 1);
+    argv[1] = cmd_name;
     /* Output that did not reach its file (a full disk, a closed pipe) is a
      * failure, not a success with text missing. */
     if (fflush(stdout) != 0 || ferror(stdout)) {
       fprintf(stderr, "kiln %s: error: writing standard output: %s\n", argv[1], strerror(errno ? errno : EIO));
-      return 1;
+      return CLI_EXIT_FAIL;
     }
     return rc;
   }
   fprintf(stderr, "kiln: unknown command \"%s\"\n\n", argv[1]);
   usage(stderr);
-  return 2;
+  return CLI_EXIT_USAGE;
 }

@@ -57,4 +57,5 @@ kilninclude_HEADERS += \
 	core/include/kiln/golden.h \
 	core/include/kiln/chat.h \
 	core/include/kiln/parity.h \
-	core/include/kiln/synth.h
+	core/include/kiln/synth.h \
+	core/include/kiln/perplexity.h

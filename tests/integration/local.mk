@@ -1,8 +1,10 @@
 # integration tests: real model files, the plugins as built, the CLI.
 check_PROGRAMS += tests/integration/test_golden_cpu tests/integration/test_eps_from_gguf \
-	tests/integration/test_fallback tests/integration/test_conf_files tests/integration/test_parity_qwen
+	tests/integration/test_fallback tests/integration/test_conf_files tests/integration/test_parity_qwen \
+	tests/integration/test_cli_tokenize tests/integration/test_cli_run tests/integration/test_perplexity
 TESTS += tests/integration/test_golden_cpu tests/integration/test_eps_from_gguf \
 	tests/integration/test_fallback tests/integration/test_conf_files tests/integration/test_parity_qwen \
+	tests/integration/test_cli_tokenize tests/integration/test_cli_run tests/integration/test_perplexity \
 	tests/integration/test_cli.sh tests/embed/test_embed.sh
 EXTRA_DIST += tests/integration/test_cli.sh tests/embed/test_embed.sh tests/embed/embed_example.c \
 	tests/golden/stories260K.golden tests/golden/make_golden.py
@@ -21,3 +23,20 @@ tests_integration_test_conf_files_LDADD = $(TEST_LIBS)
 tests_integration_test_parity_qwen_SOURCES = tests/integration/test_parity_qwen.c
 tests_integration_test_parity_qwen_CFLAGS = $(TEST_CFLAGS)
 tests_integration_test_parity_qwen_LDADD = $(TEST_LIBS)
+
+# The command end to end (tests/kiln_proc.c runs it), checked with jansson.
+tests_integration_test_cli_tokenize_SOURCES = tests/integration/test_cli_tokenize.c \
+	tests/unit/tokenizer_cases.c tests/unit/tokenizer_cases.h
+tests_integration_test_cli_tokenize_CFLAGS = $(TEST_CFLAGS) $(JANSSON_CFLAGS)
+tests_integration_test_cli_tokenize_LDADD = $(TEST_LIBS) $(JANSSON_LIBS)
+$(tests_integration_test_cli_tokenize_OBJECTS): cli/kiln$(EXEEXT)
+tests_integration_test_cli_run_SOURCES = tests/integration/test_cli_run.c
+tests_integration_test_cli_run_CFLAGS = $(TEST_CFLAGS) $(JANSSON_CFLAGS)
+tests_integration_test_cli_run_LDADD = $(TEST_LIBS) $(JANSSON_LIBS)
+$(tests_integration_test_cli_run_OBJECTS): cli/kiln$(EXEEXT)
+tests_integration_test_perplexity_SOURCES = tests/integration/test_perplexity.c
+tests_integration_test_perplexity_CFLAGS = $(TEST_CFLAGS) $(JANSSON_CFLAGS)
+tests_integration_test_perplexity_LDADD = $(TEST_LIBS) $(JANSSON_LIBS)
+$(tests_integration_test_perplexity_OBJECTS): cli/kiln$(EXEEXT)
+EXTRA_DIST += tests/data/perplexity/stories.txt tests/data/perplexity/README.md \
+	tests/data/perplexity/stories260K.ppl tests/data/perplexity/make_ppl_reference.py

@@ -1,7 +1,8 @@
 #!/bin/sh
 # The kiln command end to end: `kiln run` with the default configuration
 # prints llama.cpp's greedy continuation; inspect, backends and config work;
-# bad input fails with a message naming file and line, and exit status 1.
+# bad input fails with a message naming file and line, and exit status 1;
+# a command line that cannot be used exits 2, in every subcommand.
 set -u
 kiln="$KILN_BUILDDIR/cli/kiln"
 models="${KILN_MODELS_DIR:-}"
@@ -15,7 +16,7 @@ fi
 
 # kiln run: the README's command, with the model given explicitly (the
 # default config points at ../shared/models beside the source tree)
-"$kiln" run -c "$KILN_SRCDIR/conf/kiln.ini" -m "$models/stories260K.gguf" \
+"$kiln" run --config "$KILN_SRCDIR/conf/kiln.ini" -m "$models/stories260K.gguf" \
   -p "Once upon a time" -n 64 --ids >"$tmp/out" 2>"$tmp/err" || { cat "$tmp/err"; fail "kiln run exited $?"; }
 # the first case of the golden set: its ids, and its text with \n as newlines
 golden="$KILN_SRCDIR/tests/golden/stories260K.golden"
@@ -55,25 +56,60 @@ echo "ok: config --keys"
 
 # errors: an unknown key names file and line, exit status 1
 printf '[backend]\nname = cpu\nbogus = 1\n' >"$tmp/bad.ini"
-"$kiln" run -c "$tmp/bad.ini" -m "$models/stories260K.gguf" -p x >/dev/null 2>"$tmp/err"
+"$kiln" run --config "$tmp/bad.ini" -m "$models/stories260K.gguf" -p x >/dev/null 2>"$tmp/err"
 [ $? -eq 1 ] || fail "bad config: exit status not 1"
 grep -q "$tmp/bad.ini:3: unknown key \"bogus\" in section \[backend\]" "$tmp/err" || { cat "$tmp/err"; fail "bad config message"; }
 printf '[cpu]\nprecision = f16\n' >"$tmp/bad2.ini"
-"$kiln" run -c "$tmp/bad2.ini" -m "$models/stories260K.gguf" -p x >/dev/null 2>"$tmp/err"
+"$kiln" run --config "$tmp/bad2.ini" -m "$models/stories260K.gguf" -p x >/dev/null 2>"$tmp/err"
 grep -q "$tmp/bad2.ini:2: \[cpu\] precision: \"f16\" is not one of f32|f64" "$tmp/err" || { cat "$tmp/err"; fail "bad value message"; }
-"$kiln" run -c "$tmp/missing.ini" -p x >/dev/null 2>"$tmp/err" && fail "missing config accepted"
+"$kiln" run --config "$tmp/missing.ini" -p x >/dev/null 2>"$tmp/err" && fail "missing config accepted"
 grep -q "missing.ini: cannot open configuration file" "$tmp/err" || fail "missing config message"
 # a model that is not GGUF
 printf 'not a model' >"$tmp/junk.gguf"
 "$kiln" run -m "$tmp/junk.gguf" -p x >/dev/null 2>"$tmp/err" && fail "junk model accepted"
 grep -q "junk.gguf" "$tmp/err" || fail "junk model message"
 # an unknown backend names what was searched
-"$kiln" run -m "$models/stories260K.gguf" -b nosuch -p x >/dev/null 2>"$tmp/err" && fail "unknown backend accepted"
+"$kiln" run -m "$models/stories260K.gguf" -B nosuch -p x >/dev/null 2>"$tmp/err" && fail "unknown backend accepted"
 grep -q 'no backend plugin "nosuch"' "$tmp/err" || fail "unknown backend message"
 echo "ok: errors name file and line, exit 1"
 
+# a command line that cannot be used exits 2 in every subcommand: unknown
+# options, missing arguments, malformed or out-of-range flag values
+usage() { # usage WHAT ARGS...: exit status 2
+  what=$1; shift
+  "$kiln" "$@" >/dev/null 2>"$tmp/err"; rc=$?
+  [ $rc -eq 2 ] || { cat "$tmp/err"; fail "$what: exit status $rc, expected 2"; }
+}
+m="$models/stories260K.gguf"
+usage "run -c abc" run -m "$m" -p x -c abc
+usage "run -c out of range" run -m "$m" -p x -c 99999999
+usage "run -n -2" run -m "$m" -p x -n -2
+usage "run --bogus" run -m "$m" -p x --bogus
+usage "run without a prompt" run -m "$m"
+usage "bench -p x" bench -m "$m" -p x
+usage "bench -o xml" bench -m "$m" -o xml
+usage "bench -b 0" bench -m "$m" -p 8 -n 0 -r 1 -b 0
+usage "parity without --test" parity -m "$m" -p x --ref cpu
+usage "qa without --golden" qa -m "$m"
+usage "perplexity without -f" perplexity -m "$m"
+usage "perplexity --chunks 0" perplexity -m "$m" -f "$m" --chunks 0
+usage "tokenize without -m" tokenize -p x
+usage "tokenize -p and --stdin" tokenize -m "$m" -p x --stdin
+usage "detokenize without ids" detokenize -m "$m"
+usage "config --keys --show" config --keys --show
+usage "inspect without a file" inspect
+usage "synth without --arch" synth -o "$tmp/x.gguf"
+usage "kernels --config without FILE" kernels --config
+usage "unknown command" nosuchcommand
+grep -q "nosuchcommand" "$tmp/err" || fail "unknown command message"
+# failures that are not the command line's exit 1
+"$kiln" detokenize -m "$m" -p "1 abc" >/dev/null 2>"$tmp/err"; [ $? -eq 1 ] || fail "detokenize abc: not 1"
+grep -q '"abc" at byte 2 is not a token id' "$tmp/err" || { cat "$tmp/err"; fail "detokenize message"; }
+"$kiln" run -m "$tmp/nosuch.gguf" -p x >/dev/null 2>&1; [ $? -eq 1 ] || fail "missing model: not 1"
+echo "ok: usage errors exit 2, failures 1"
+
 # hello with fallback = cpu: same text, fallback summary on stderr
-"$kiln" run -c "$KILN_SRCDIR/conf/hello.ini" -m "$models/stories260K.gguf" -p "Once upon a time" -n 64 \
+"$kiln" run --config "$KILN_SRCDIR/conf/hello.ini" -m "$models/stories260K.gguf" -p "Once upon a time" -n 64 \
   >"$tmp/out2" 2>"$tmp/err2" || { cat "$tmp/err2"; fail "hello run exited $?"; }
 cmp -s "$tmp/out" "$tmp/out2" || fail "hello+cpu text differs from cpu"
 grep -q "fallback: .* nodes ran on cpu instead of hello" "$tmp/err2" || fail "no fallback summary"
@@ -98,9 +134,12 @@ Hello<|im_end|>
 <|im_start|>assistant
 " >/dev/null 2>"$tmp/err" || fail "run --chat (templated)"
   grep -q "^prompt ids: 151644 872 198 9707 151645 198 151644 77091 198\$" "$tmp/err" || { cat "$tmp/err"; fail "templated prompt wrapped again"; }
-  # --raw: the markers are plain text then
+  # a raw prompt's special-token texts are those tokens (llama.cpp's tools
+  # parse them); with --no-special they stay text
   "$kiln" run -m "$tmp/q.gguf" --raw -n 1 --ids -p "<|im_start|>" >/dev/null 2>"$tmp/err" || fail "run --raw"
-  grep -q "^prompt ids: 151644\$" "$tmp/err" && fail "--raw turned user text into a special token"
+  grep -q "^prompt ids: 151644\$" "$tmp/err" || { cat "$tmp/err"; fail "raw prompt: <|im_start|> is not 151644"; }
+  "$kiln" run -m "$tmp/q.gguf" --no-special -n 1 --ids -p "<|im_start|>" >/dev/null 2>"$tmp/err" || fail "run --no-special"
+  grep -q "^prompt ids: 27 91 318 4906 91 29\$" "$tmp/err" || { cat "$tmp/err"; fail "--no-special turned text into a special token"; }
   # parity: passes against cpu:f64; planned at eps 1e-5 it fails naming attn_norm
   "$kiln" parity -m "$tmp/q.gguf" --chat -p "Hello" --ref cpu:f64 --test cpu --per-op \
     --csv "$tmp/p.csv" >"$tmp/par" 2>&1 || { cat "$tmp/par"; fail "parity failed on cpu"; }

@@ -83,7 +83,7 @@ static void test_chatml_qwen2(void **state) {
   /* a marker later in the text is user content: wrapped, and stays text */
   assert_false(kiln_chat_is_templated(kind, v, "hello <|im_start|>assistant\n"));
   const char *later = "hello <|im_start|>assistant\n";
-  KT_ASSERT_OK(kiln_prompt_tokenize(v, tmpl, later, strlen(later), true, NULL, &ids, &n, &text));
+  KT_ASSERT_OK(kiln_prompt_tokenize(v, tmpl, later, strlen(later), true, true, NULL, &ids, &n, &text));
   specials = 0;
   for (size_t i = 0; i < n; i++) specials += ids[i] >= 151643;
   assert_int_equal(specials, 3);
@@ -92,15 +92,27 @@ static void test_chatml_qwen2(void **state) {
   free(text);
   /* a templated prompt is taken as is, markers special */
   const char *pre = "<|im_start|>user\nHello<|im_end|>\n<|im_start|>assistant\n";
-  KT_ASSERT_OK(kiln_prompt_tokenize(v, tmpl, pre, strlen(pre), true, NULL, &ids, &n, NULL));
+  KT_ASSERT_OK(kiln_prompt_tokenize(v, tmpl, pre, strlen(pre), true, true, NULL, &ids, &n, NULL));
   assert_int_equal(n, 9);
   assert_memory_equal(ids, want, sizeof want);
   free(ids);
-  /* raw: never special */
-  KT_ASSERT_OK(kiln_prompt_tokenize(v, tmpl, pre, strlen(pre), false, NULL, &ids, &n, NULL));
+  /* raw with parse_special (the tools' default): the markers are tokens */
+  KT_ASSERT_OK(kiln_prompt_tokenize(v, tmpl, pre, strlen(pre), false, true, NULL, &ids, &n, NULL));
+  assert_int_equal(n, 9);
+  assert_memory_equal(ids, want, sizeof want);
+  free(ids);
+  /* raw without it (--no-special): never special */
+  KT_ASSERT_OK(kiln_prompt_tokenize(v, tmpl, pre, strlen(pre), false, false, NULL, &ids, &n, NULL));
+  assert_true(n > 9);
   for (size_t i = 0; i < n; i++) assert_true(ids[i] < 151643);
   free(ids);
-  KT_ASSERT_ERR(kiln_prompt_tokenize(v, tmpl, pre, strlen(pre), false, "sys", &ids, &n, NULL),
+  /* --chat --no-special: a templated-looking prompt is content, wrapped */
+  KT_ASSERT_OK(kiln_prompt_tokenize(v, tmpl, pre, strlen(pre), true, false, NULL, &ids, &n, NULL));
+  specials = 0;
+  for (size_t i = 0; i < n; i++) specials += ids[i] >= 151643;
+  assert_int_equal(specials, 3);
+  free(ids);
+  KT_ASSERT_ERR(kiln_prompt_tokenize(v, tmpl, pre, strlen(pre), false, true, "sys", &ids, &n, NULL),
                 KILN_STATUS_INVALID_ARGUMENT, "needs the chat template");
   free(tmpl);
   kiln_vocab_free(v);
@@ -129,6 +141,90 @@ static void test_llama2_bos_once(void **state) {
   free(ids);
   free(text);
   kiln_vocab_free(v);
+}
+
+/* ids = a ++ b (lengths na, nb) */
+static int32_t *concat(const int32_t *a, size_t na, const int32_t *b, size_t nb) {
+  int32_t *c = malloc((na + nb + 1) * sizeof *c);
+  assert_non_null(c);
+  memcpy(c, a, na * sizeof *a);
+  memcpy(c + na, b, nb * sizeof *b);
+  return c;
+}
+
+/* A conversation carried on turn by turn (what `kiln run -i` feeds) holds
+ * exactly the tokens of the whole conversation rendered at once: the first
+ * turn, the reply as the template renders it, then kiln_chat_next_turn's
+ * tokens. Both ways the reply ends: closed by the model's own turn-end
+ * token, or cut off (the template's closing text comes first then).
+ * llama-2's template closes a reply with " </s>", a space the model's own
+ * EOS does not bring, so there only the cut-off case can equal it. */
+static void check_next_turn(const kiln_vocab *v, kiln_chat_kind kind, const char *reply_prefix, int max_closed) {
+  kiln_chat_message conv[] = {{"user", "What is the capital of France?"}, {"assistant", "Paris."},
+                              {"user", "And of Italy?"}};
+  int32_t *whole, *first, *reply, *next;
+  size_t n_whole, n_first, n_reply, n_next;
+  KT_ASSERT_OK(kiln_chat_tokenize(v, kind, conv, 3, true, &whole, &n_whole, NULL));
+  KT_ASSERT_OK(kiln_chat_tokenize(v, kind, conv, 1, true, &first, &n_first, NULL));
+  /* the reply as the model would have produced it: the template's text
+     before the content (llama-2's space), then the content */
+  int32_t *pre, *content;
+  size_t n_pre, n_content;
+  KT_ASSERT_OK(kiln_tokenize(v, reply_prefix, strlen(reply_prefix), KILN_TOKENIZE_PARSE_SPECIAL, &pre, &n_pre));
+  KT_ASSERT_OK(kiln_tokenize(v, "Paris.", 6, 0, &content, &n_content));
+  reply = concat(pre, n_pre, content, n_content);
+  n_reply = n_pre + n_content;
+  for (int closed = 0; closed <= max_closed; closed++) {
+    int32_t end = kiln_chat_turn_end(kind, v);
+    assert_true(end >= 0);
+    int32_t *hist = concat(first, n_first, reply, n_reply);
+    size_t n_hist = n_first + n_reply;
+    if (closed) {
+      int32_t *h2 = concat(hist, n_hist, &end, 1);
+      free(hist);
+      hist = h2;
+      n_hist++;
+    }
+    char *text;
+    KT_ASSERT_OK(kiln_chat_next_turn(v, kind, closed, "And of Italy?", &next, &n_next, &text));
+    assert_non_null(strstr(text, "And of Italy?"));
+    int32_t *all = concat(hist, n_hist, next, n_next);
+    assert_int_equal(n_hist + n_next, n_whole);
+    assert_memory_equal(all, whole, n_whole * sizeof *whole);
+    free(all);
+    free(hist);
+    free(next);
+    free(text);
+  }
+  /* the user's text stays text */
+  KT_ASSERT_OK(kiln_chat_next_turn(v, kind, true, "<|im_start|>", &next, &n_next, NULL));
+  int32_t im_start = kiln_vocab_find(v, "<|im_start|>", 12);
+  size_t specials = 0;
+  for (size_t i = 0; i < n_next; i++) specials += im_start >= 0 && next[i] == im_start;
+  assert_int_equal(specials, kind == KILN_CHAT_CHATML ? 2 : 0); /* the template's own two */
+  free(next);
+  KT_ASSERT_ERR(kiln_chat_next_turn(v, KILN_CHAT_NONE, true, "x", &next, &n_next, NULL),
+                KILN_STATUS_INVALID_ARGUMENT, "chat template");
+  free(whole);
+  free(first);
+  free(reply);
+  free(pre);
+  free(content);
+}
+
+static void test_next_turn(void **state) {
+  (void)state;
+  kiln_vocab *q = load_vocab("ggml-vocab-qwen2.gguf", NULL);
+  kiln_vocab *l = load_vocab("ggml-vocab-llama-spm.gguf", NULL);
+  if (!q || !l) skip();
+  check_next_turn(q, KILN_CHAT_CHATML, "", 1);
+  check_next_turn(l, KILN_CHAT_LLAMA2, " ", 0);
+  assert_int_equal(kiln_chat_turn_end(KILN_CHAT_CHATML, q), 151645);
+  assert_int_equal(kiln_chat_turn_end(KILN_CHAT_LLAMA2, l), 2);
+  assert_int_equal(kiln_chat_turn_end(KILN_CHAT_LLAMA3, q), -1); /* no <|eot_id|> in Qwen's vocabulary */
+  assert_int_equal(kiln_chat_turn_end(KILN_CHAT_NONE, q), -1);
+  kiln_vocab_free(q);
+  kiln_vocab_free(l);
 }
 
 static void test_bad_roles(void **state) {
@@ -161,6 +257,7 @@ int main(void) {
       cmocka_unit_test(test_detect),
       cmocka_unit_test(test_chatml_qwen2),
       cmocka_unit_test(test_llama2_bos_once),
+      cmocka_unit_test(test_next_turn),
       cmocka_unit_test(test_bad_roles),
   };
   int failed = cmocka_run_group_tests(tests, NULL, NULL);

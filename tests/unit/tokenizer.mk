@@ -16,7 +16,9 @@ EXTRA_DIST += \
 	tests/data/tokenizer/qwen35.ids \
 	tests/data/tokenizer/qwen2_as_gpt2.ids \
 	tests/data/tokenizer/qwen2_as_llama3.ids \
-	tests/data/tokenizer/qwen2_as_default.ids
+	tests/data/tokenizer/qwen2_as_default.ids \
+	tests/data/tokenizer/qwen2_special_hf.ids \
+	tests/data/tokenizer/gen_special_ids.py
 
 # The algorithm tests reach internal kiln__ functions through the
 # internal header.

@@ -21,12 +21,12 @@ expect() { # expect WHAT STATUS WANTED
 }
 cc120=$out/cc120.ini
 printf '[cuda-cc120]\nallow_lower_cc = true\n' > "$cc120"
-cfg() { [ "$1" = cuda-cc120 ] && echo "-c $cc120"; }
+cfg() { [ "$1" = cuda-cc120 ] && echo "--config $cc120"; }
 backends="cuda-serial cuda-batched cuda-cc120"
 
 echo "== kiln qa, stories260K golden set"
 for b in cpu $backends; do
-  $K qa -m "$M/stories260K.gguf" --golden tests/golden/stories260K.golden -b $b $(cfg $b) --fallback error \
+  $K qa -m "$M/stories260K.gguf" --golden tests/golden/stories260K.golden -B $b $(cfg $b) --fallback error \
     > "$out/qa-$b.txt" 2>&1
   expect "qa $b" $? 0
   echo "$b: $(grep '^golden' "$out/qa-$b.txt")"
@@ -66,7 +66,7 @@ $K synth --arch qwen2 --embd 3584 --heads 28 --heads-kv 4 --ff 18944 --layers 4 
 echo "   synthesized in $(( $(date +%s) - t )) s, $(du -h /tmp/bench.gguf | cut -f1)"
 for b in $backends; do
   echo "-- $b"
-  $K bench -m /tmp/bench.gguf -b $b $(cfg $b) -p 512 -n 128 -r 3 --batch 512 2>&1 | grep -E "prefill|decode|error"
+  $K bench -m /tmp/bench.gguf -B $b $(cfg $b) -p 512 -n 128 -r 3 -b 512 2>&1 | grep -E "pp512|tg128|error"
 done
 echo "== acceptance: $bad unmet expectation(s)"
 exit $bad

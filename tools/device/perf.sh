@@ -56,7 +56,7 @@ printf '[cuda-cc120]\nallow_lower_cc = true\n' > $cc120
 prof=/tmp/prof.ini
 printf '[general]\nlog_level = info\n[cuda-serial]\nprofile = true\n' > $prof
 printf '[cuda-batched]\nprofile = true\n' >> $prof
-cfg() { [ "$1" = cuda-cc120 ] && echo "-c $cc120"; }
+cfg() { [ "$1" = cuda-cc120 ] && echo "--config $cc120"; }
 P=$'<|im_start|>user\nWhat is the capital of France? Answer briefly.<|im_end|>\n'
 P+=$'<|im_start|>assistant\n'
 for b in cuda-serial cuda-batched cuda-cc120; do
@@ -71,20 +71,22 @@ stamp "bench model ready: $(du -h $bench | cut -f1)"
 run_bench() { # NAME BACKEND ARGS...
   local name=$1 b=$2
   shift 2
-  $K bench -m $bench -b "$b" "$@" > /tmp/bench.txt 2>&1 || bad=$((bad + 1))
+  $K bench -m $bench -B "$b" "$@" > /tmp/bench.txt 2>&1 || bad=$((bad + 1))
   cat /tmp/bench.txt >> "$log"
-  printf '%-28s %s | %s\n' "$name" "$(grep -o 'decode.*' /tmp/bench.txt | sed 's/ median.*),//')" \
-    "$(grep -o 'prefill.*' /tmp/bench.txt | sed 's/ median.*),//')" >> /tmp/summary.txt
+  # the table's tg and pp rows: test | t/s | ms/token | total ms
+  printf '%-28s %s | %s\n' "$name" \
+    "$(grep '| tg' /tmp/bench.txt | awk -F'|' '{print $8 "t/s," $9 "ms/token"}')" \
+    "$(grep '| pp' /tmp/bench.txt | awk -F'|' '{print $8 "t/s," $10 "ms total"}')" >> /tmp/summary.txt
 }
 : > /tmp/summary.txt
 for b in cuda-serial cuda-batched cuda-cc120; do
   stamp "bench $b"
   reps=3; [ $b = cuda-cc120 ] && reps=1
-  run_bench "$b" $b -p 512 -n 128 -r $reps --batch 512 $(cfg $b)
+  run_bench "$b" $b -p 512 -n 128 -r $reps -b 512 $(cfg $b)
 done
 for b in cuda-serial cuda-batched; do
   stamp "profile $b"
-  run_bench "$b (profiled)" $b -p 512 -n 128 -r 1 --batch 512 -c $prof
+  run_bench "$b (profiled)" $b -p 512 -n 128 -r 1 -b 512 --config $prof
   grep 'profile' /tmp/bench.txt | sed 's/^kiln\[[a-z0-9-]*\]: info: //' > "/tmp/profile-$b.txt"
 done
 
@@ -101,7 +103,7 @@ variant() { # NAME FILE SED-EXPRESSION: cuda-serial rebuilt with FILE edited
     echo "variant $name: build failed" | tee -a "$log"
     bad=$((bad + 1))
   fi
-  run_bench "serial $name" cuda-serial -p 512 -n 128 -r 1 --batch 512 -c $prof
+  run_bench "serial $name" cuda-serial -p 512 -n 128 -r 1 -b 512 --config $prof
   grep -E 'profile.*(mul_mat|attention).*\[T=1\]|profile, steps of one' /tmp/bench.txt |
     sed 's/^kiln\[[a-z0-9-]*\]: info: //' > "/tmp/variant-$name.txt"
   cp /tmp/variant.bak "$f"

@@ -13,7 +13,7 @@ src=$(cd "$(dirname "$0")/../.." && pwd)
 out=${DEVICE_DIR:-$src/.device}
 shared=${SHARED_DIR:-$src/../shared}
 debs="libinih1 libinih-dev libcmocka0 libcmocka-dev libxxhash0 libxxhash-dev libpcre2-dev \
-libpcre2-8-0 ${DEVICE_DEBS:-}"
+libpcre2-8-0 libjansson4 libjansson-dev ${DEVICE_DEBS:-}"
 [ -f Makefile ] || { echo "run this in a configured build tree of $src"; exit 1; }
 rm -rf "$out" && mkdir -p "$out/debs"
 (cd "$out/debs" && apt-get download $debs >/dev/null 2>&1) ||

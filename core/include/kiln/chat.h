@@ -76,17 +76,40 @@ kiln_status kiln_chat_tokenize(const kiln_vocab *v, kiln_chat_kind kind, const k
                                char **out_text);
 
 /* A prompt as `kiln run`, `kiln parity` and `kiln qa` take it: with chat
- * false, len bytes of raw text (special-token texts stay text, BOS as the
- * vocabulary says); with chat true, rendered with template `jinja` (the
- * model's tokenizer.chat_template) around one user message (and `system`
- * when not NULL) — unless the prompt is already templated
+ * false, len bytes of raw text, BOS as the vocabulary says, and with
+ * parse_special the CONTROL and USER_DEFINED token texts in it become those
+ * tokens (llama.cpp's tools tokenize prompts with parse_special = true;
+ * without it they stay text); with chat true, rendered with template
+ * `jinja` (the model's tokenizer.chat_template) around one user message
+ * (and `system` when not NULL), whose text never becomes a special token —
+ * unless parse_special is set and the prompt is already templated
  * (kiln_chat_is_templated), in which case it is taken as is with its
  * markers as special tokens. *out_rendered (may be NULL) receives the text
  * that was tokenized, malloc'd. Errors: KILN_STATUS_UNSUPPORTED for chat
  * without a (recognised) template, INVALID_ARGUMENT for a system message
  * without chat; tokenizer errors. */
 kiln_status kiln_prompt_tokenize(const kiln_vocab *v, const char *jinja, const char *prompt, size_t len, bool chat,
-                                 const char *system, int32_t **out_ids, size_t *out_n, char **out_rendered);
+                                 bool parse_special, const char *system, int32_t **out_ids, size_t *out_n,
+                                 char **out_rendered);
+
+/* The token that closes a turn in this template: "<|im_end|>" (ChatML),
+ * "<|eot_id|>" (llama-3), EOS (llama-2); -1 when the vocabulary lacks it or
+ * for KILN_CHAT_NONE. */
+int32_t kiln_chat_turn_end(kiln_chat_kind kind, const kiln_vocab *v);
+
+/* The tokens that carry a conversation on from the end of an assistant's
+ * reply already in the KV cache (llama.cpp's common_chat_format_single: the
+ * text the template adds for the new message, nothing of the history):
+ * the end of the reply — nothing more when reply_closed (the model's own
+ * turn-end token, kiln_chat_turn_end, is in the cache), else the template's
+ * closing text ("<|im_end|>", "<|eot_id|>", " </s>") — then ChatML's
+ * newline, then `user` as a user turn and the opening of the assistant's
+ * (llama-2: BOS before "[INST]", as its template puts one before every
+ * turn). The user's text never becomes a special token. *out_ids is
+ * malloc'd; out_text (may be NULL) receives the rendered text. Errors:
+ * KILN_STATUS_INVALID_ARGUMENT for KILN_CHAT_NONE; tokenizer errors. */
+kiln_status kiln_chat_next_turn(const kiln_vocab *v, kiln_chat_kind kind, bool reply_closed, const char *user,
+                                int32_t **out_ids, size_t *out_n, char **out_text);
 
 #ifdef __cplusplus
 }

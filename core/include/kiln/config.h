@@ -81,6 +81,11 @@ void kiln_config_each_undeclared(const kiln_config *c, void (*fn)(const char *se
 /* The section `name`, or NULL if it is not declared. */
 const kiln_config_section *kiln_config_section_get(const kiln_config *c, const char *name);
 
+/* Whether section s declares `key` (false for a NULL s): for readers of
+ * keys only some backends have, such as `kiln bench` showing a backend's
+ * precision. */
+bool kiln_config_has_key(const kiln_config_section *s, const char *key);
+
 /* Typed reads of a validated section (the default when unset; NULL/0 when
  * the key has no default and is unset). Reading an undeclared key or with
  * the wrong type is a programming error: it is logged to stderr and 0/NULL

@@ -79,7 +79,9 @@ struct kiln_session;
 struct kiln_model;
 
 /* Replays case c on session s (reset first): the prompt through
- * kiln_prompt_tokenize (chat or raw, as the case says), then c->n greedy
+ * kiln_prompt_tokenize (chat or raw, as the case says; a raw prompt's
+ * special-token texts stay text, as make_golden.py tokenizes with
+ * special=False), then c->n greedy
  * tokens, stopping after EOS or end-of-turn as the reference did. The
  * result passes when the prompt ids (if listed), every generated id, the
  * text (if given) and the logits after the prompt (if `top` is given,

@@ -485,6 +485,8 @@ static const char *get_typed(const kiln_config_section *s, const char *key, unsi
 
 #define TYPE_BIT(t) (1u << (t))
 
+bool kiln_config_has_key(const kiln_config_section *s, const char *key) { return s && find_key(s, key, NULL); }
+
 const char *kiln_config_get_str(const kiln_config_section *s, const char *key) {
   return get_typed(s, key,
                    TYPE_BIT(KILN_CONFIG_STRING) | TYPE_BIT(KILN_CONFIG_PATH) | TYPE_BIT(KILN_CONFIG_ENUM),

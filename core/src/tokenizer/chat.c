@@ -51,21 +51,44 @@ bool kiln_chat_is_templated(kiln_chat_kind kind, const kiln_vocab *v, const char
   return strncmp(text, marker, strlen(marker)) == 0;
 }
 
+/* A raw prompt whose special-token texts are tokens: BOS as the vocabulary
+ * says, but not a second one when the text starts with the BOS text. */
+static kiln_status raw_special(const kiln_vocab *v, const char *prompt, size_t len, bool add_bos, int32_t **out_ids,
+                               size_t *out_n) {
+  KILN_RETURN_IF_ERROR(kiln_tokenize(v, prompt, len, KILN_TOKENIZE_PARSE_SPECIAL, out_ids, out_n));
+  int32_t bos = kiln_vocab_bos(v);
+  if (!add_bos || bos < 0 || (*out_n > 0 && (*out_ids)[0] == bos)) return NULL;
+  int32_t *ids = realloc(*out_ids, (*out_n + 1) * sizeof *ids);
+  if (!ids) {
+    free(*out_ids);
+    *out_ids = NULL;
+    *out_n = 0;
+    return kiln_status_new(KILN_STATUS_NO_MEMORY, "prompt tokens");
+  }
+  memmove(ids + 1, ids, *out_n * sizeof *ids);
+  ids[0] = bos;
+  *out_ids = ids;
+  (*out_n)++;
+  return NULL;
+}
+
 kiln_status kiln_prompt_tokenize(const kiln_vocab *v, const char *jinja, const char *prompt, size_t len, bool chat,
-                                 const char *system, int32_t **out_ids, size_t *out_n, char **out_rendered) {
+                                 bool parse_special, const char *system, int32_t **out_ids, size_t *out_n,
+                                 char **out_rendered) {
   *out_ids = NULL;
   *out_n = 0;
   if (out_rendered) *out_rendered = NULL;
   int bos_flag = kiln_vocab_add_bos(v) ? KILN_TOKENIZE_ADD_BOS : 0;
   if (system && !chat)
     return kiln_status_new(KILN_STATUS_INVALID_ARGUMENT, "a system message needs the chat template (--chat)");
-  if (!chat) return kiln_tokenize(v, prompt, len, bos_flag, out_ids, out_n);
+  if (!chat && !parse_special) return kiln_tokenize(v, prompt, len, bos_flag, out_ids, out_n);
+  if (!chat) return raw_special(v, prompt, len, bos_flag != 0, out_ids, out_n);
   kiln_chat_kind kind;
   KILN_RETURN_IF_ERROR(kiln_chat_detect(jinja, &kind));
   if (kind == KILN_CHAT_NONE)
     return kiln_status_new(KILN_STATUS_UNSUPPORTED,
                            "the model has no chat template (tokenizer.chat_template): send the prompt raw");
-  if (kiln_chat_is_templated(kind, v, prompt)) {
+  if (parse_special && kiln_chat_is_templated(kind, v, prompt)) {
     /* templated by hand: the markers are the user's to use; BOS once */
     int32_t bos = kiln_vocab_bos(v);
     const char *bos_text = bos >= 0 ? kiln_vocab_token_text(v, bos) : NULL;

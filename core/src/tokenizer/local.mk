@@ -18,4 +18,5 @@ kiln_tokenizer_core_sources = \
 kiln_tokenizer_sources = \
 	$(kiln_tokenizer_core_sources) \
 	core/src/tokenizer/vocab_gguf.c \
-	core/src/tokenizer/chat.c
+	core/src/tokenizer/chat.c \
+	core/src/tokenizer/chat_turn.c

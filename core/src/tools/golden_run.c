@@ -13,7 +13,7 @@
 static kiln_status prompt_ids(const kiln_model *m, const kiln_golden_case *c, int32_t **ids, size_t *n) {
   const kiln_vocab *v = kiln_model_vocab(m);
   if (!v) return kiln_status_new(KILN_STATUS_UNSUPPORTED, "the model has no vocabulary");
-  return kiln_prompt_tokenize(v, kiln_model_chat_template(m), c->prompt, c->prompt_len, c->chat, NULL, ids, n,
+  return kiln_prompt_tokenize(v, kiln_model_chat_template(m), c->prompt, c->prompt_len, c->chat, c->chat, NULL, ids, n,
                               NULL);
 }
 

@@ -42,19 +42,19 @@ if [[ $steps == *bench* ]]; then
     tee "$out/llama-bench.txt" | grep -E '^\|'
   PEER_BACKENDS=${PEER_BACKENDS:-cuda-batched cuda-serial cuda-cc120}
   for b in $PEER_BACKENDS; do
-    c=""; [ "$b" = cuda-cc120 ] && c="-c /tmp/peer-cc120.ini"
-    echo "-- kiln $b"; timeout 300 $K bench -m $M -b "$b" $c -p 512 -n 128 -r 3 --batch 512 ${KILN_BENCH_ARGS:-} 2>&1 |
-      tee "$out/kiln-bench-$b.txt" | grep -E 'prefill|decode|error'
+    c=""; [ "$b" = cuda-cc120 ] && c="--config /tmp/peer-cc120.ini"
+    echo "-- kiln $b"; timeout 300 $K bench -m $M -B "$b" $c -p 512 -n 128 -r 3 -b 512 ${KILN_BENCH_ARGS:-} 2>&1 |
+      tee "$out/kiln-bench-$b.txt" | grep -E '^\| |error'
   done
-  echo "(ratios: divide kiln's tok/s by llama-bench's pp512 and tg128 rows, same run, same file)"
+  echo "(ratios: divide kiln's t/s by llama-bench's pp512 and tg128 rows, same run, same file)"
 fi
 # Decode at depth: PEER_DEPTHS="1024 3840 16384" compares tg64 after a prompt of that many tokens
-# (llama-bench -d D; kiln bench -p D -n 64, which decodes from position D on).
+# (llama-bench -d D and kiln bench -d D: the same flag, the same test).
 if [[ $steps == *bench* && -n ${PEER_DEPTHS:-} ]]; then
   /tmp/llama/build/bin/llama-bench -m $M -ngl 99 -fa 1 -p 0 -n 64 -d "$(echo $PEER_DEPTHS | tr ' ' ,)" -r 2 2>/dev/null |
     tee "$out/llama-bench-depth.txt" | grep -E '^\| qwen'
   for d in $PEER_DEPTHS; do
     echo "-- kiln ${PEER_BACKENDS%% *}, tg64 after $d prompt tokens"
-    timeout 300 $K bench -m $M -b "${PEER_BACKENDS%% *}" -p "$d" -n 64 -r 2 --batch 512 ${KILN_BENCH_ARGS:-} 2>&1 | grep -E 'decode|error'
+    timeout 300 $K bench -m $M -B "${PEER_BACKENDS%% *}" -d "$d" -p 0 -n 64 -r 2 -b 512 ${KILN_BENCH_ARGS:-} 2>&1 | grep -E '^\| .*tg|error'
   done
 fi
