@@ -278,6 +278,16 @@ static void test_stop_and_unbounded(void **state) {
   json_decref(j);
   kt_proc_free(&p);
 
+  /* a stop string across token boundaries (" girl", " named") */
+  const char *span[] = {"run", "-m", stories, "-p", "Once upon a time", "-n", "64", "-r", "girl nam", "--json", NULL};
+  assert_true(kt_kiln(span, NULL, 0, false, &p));
+  assert_int_equal(p.status, 0);
+  j = json_loads(p.out, 0, NULL);
+  assert_string_equal(json_string_value(json_object_get(j, "stop")), "stop");
+  assert_string_equal(json_string_value(json_object_get(j, "text")), ", there was a little girl named");
+  json_decref(j);
+  kt_proc_free(&p);
+
   const char *unb[] = {"run", "-m", stories, "-p", "Once upon a time", "-n", "-1", "-c", "40", "--json", NULL};
   assert_true(kt_kiln(unb, NULL, 0, false, &p));
   assert_int_equal(p.status, 0);
@@ -301,6 +311,58 @@ static void test_stop_and_unbounded(void **state) {
   assert_null(strstr(p.err, "decode 0.0"));
   kt_proc_free(&p);
   free(stories);
+}
+
+/* kiln parity --json and kiln bench -o json / md say what the text says. */
+static void test_parity_and_bench_output(void **state) {
+  (void)state;
+  if (!vocab_path) skip();
+  const char *ok[] = {"parity", "-m", plain, "--chat", "-p", "Hello", "--ref", "cpu:f64", "--test", "cpu", "--per-op",
+                      "--json", NULL};
+  const char *bad[] = {"parity", "-m", plain, "--chat", "-p", "Hello", "--ref", "cpu:f64", "--test", "cpu",
+                       "--per-op", "--test-eps", "1e-5", "--json", NULL};
+  kt_proc p;
+  assert_true(kt_kiln(ok, NULL, 0, false, &p));
+  assert_int_equal(p.status, 0);
+  json_t *j = json_loads(p.out, 0, NULL);
+  assert_non_null(j);
+  assert_true(json_is_true(json_object_get(j, "pass")));
+  assert_true(json_is_null(json_object_get(j, "first_fail")));
+  assert_true(json_array_size(json_object_get(j, "rows")) > 9);
+  assert_int_equal(geti(j, "n_rows"), (int64_t)json_array_size(json_object_get(j, "rows")));
+  json_decref(j);
+  kt_proc_free(&p);
+  assert_true(kt_kiln(bad, NULL, 0, false, &p));
+  assert_int_equal(p.status, 1);
+  j = json_loads(p.out, 0, NULL);
+  assert_non_null(j);
+  json_t *f = json_object_get(j, "first_fail");
+  assert_string_equal(json_string_value(json_object_get(f, "node")), "blk.0.attn_norm");
+  assert_int_equal(geti(f, "token"), 151644);
+  json_decref(j);
+  kt_proc_free(&p);
+
+  const char *bj[] = {"bench", "-m", plain, "-p", "16", "-n", "4", "-r", "2", "-t", "1", "-o", "json", NULL};
+  const char *bm[] = {"bench", "-m", plain, "-p", "16", "-n", "4", "-r", "2", "-t", "1", "-d", "8", NULL};
+  assert_true(kt_kiln(bj, NULL, 0, false, &p));
+  assert_int_equal(p.status, 0);
+  j = json_loads(p.out, 0, NULL);
+  assert_int_equal(json_array_size(j), 2);
+  json_t *pp = json_array_get(j, 0), *tg = json_array_get(j, 1);
+  assert_string_equal(json_string_value(json_object_get(pp, "test")), "pp16");
+  assert_string_equal(json_string_value(json_object_get(tg, "test")), "tg4");
+  assert_int_equal(geti(pp, "n_threads"), 1);
+  assert_string_equal(json_string_value(json_object_get(pp, "precision")), "f32");
+  assert_int_equal(json_array_size(json_object_get(tg, "samples_ns")), 2);
+  assert_true(json_real_value(json_object_get(tg, "avg_ts")) > 0);
+  json_decref(j);
+  kt_proc_free(&p);
+  assert_true(kt_kiln(bm, NULL, 0, false, &p));
+  assert_int_equal(p.status, 0);
+  assert_non_null(strstr(p.out, "| model | backend | threads | precision | n_batch | test | t/s | ms/token | total ms |"));
+  assert_non_null(strstr(p.out, "| plain.gguf | cpu | 1 | f32 | 24 | pp16 @ d8 | "));
+  assert_non_null(strstr(p.out, "| tg4 @ d8 | "));
+  kt_proc_free(&p);
 }
 
 /* Progress lines go to stderr only when it is a terminal. */
@@ -330,6 +392,7 @@ int main(void) {
       cmocka_unit_test(test_conversation_keeps_the_cache),
       cmocka_unit_test(test_conversation_end_of_turn),
       cmocka_unit_test(test_stop_and_unbounded),
+      cmocka_unit_test(test_parity_and_bench_output),
       cmocka_unit_test(test_progress_only_on_a_terminal),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
