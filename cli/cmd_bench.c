@@ -260,7 +260,8 @@ int cmd_bench(int argc, char **argv) {
   if (!st) st = cli_session_open(rt, m, &so, &s);
   if (!st && !(ids = malloc((size_t)longest * sizeof *ids))) st = kiln_status_new(KILN_STATUS_NO_MEMORY, "bench");
   for (int i = 0; !st && i < n_tests; i++)
-    if (!(tests[i].seconds = calloc((size_t)reps, sizeof(double)))) st = kiln_status_new(KILN_STATUS_NO_MEMORY, "bench");
+    if (!(tests[i].seconds = calloc((size_t)reps, sizeof(double))))
+      st = kiln_status_new(KILN_STATUS_NO_MEMORY, "bench");
   for (int i = 0; !st && i < n_tests; i++) {
     double warm;
     cli_progress("kiln: bench %s warm-up", tests[i].name);

@@ -77,9 +77,10 @@ static bool num(const char *flag, const char *a, double hi, bool whole, double *
 static json_t *finite_or_null(double v) { return isfinite(v) ? json_real(v) : json_null(); }
 
 static json_t *row_json(const kiln_parity_row *w) {
-  return json_pack("{s:s, s:s, s:i, s:i, s:o, s:o, s:o, s:o, s:b, s:b}", "node", w->name, "op", w->op, "pos", w->pos,
-                   "token", w->token, "cosine", finite_or_null(w->cos), "norm_ratio", finite_or_null(w->norm_ratio), "rel_l2",
-                   finite_or_null(w->rel_l2), "max_abs", finite_or_null(w->max_abs), "finite", w->finite, "pass", w->pass);
+  return json_pack("{s:s, s:s, s:i, s:i, s:o, s:o, s:o, s:o, s:b, s:b}", "node", w->name, "op", w->op, "pos",
+                   w->pos, "token", w->token, "cosine", finite_or_null(w->cos), "norm_ratio",
+                   finite_or_null(w->norm_ratio), "rel_l2", finite_or_null(w->rel_l2), "max_abs",
+                   finite_or_null(w->max_abs), "finite", w->finite, "pass", w->pass);
 }
 
 static json_t *parity_json(const kiln_parity_report *r) {

@@ -99,7 +99,8 @@ int cmd_perplexity(int argc, char **argv) {
   if (!st) st = cli_model_path(rt, &model_path);
   if (!st) st = kiln_model_open(model_path, &m);
   const kiln_vocab *v = m ? kiln_model_vocab(m) : NULL;
-  if (!st && !v) st = kiln_status_new(KILN_STATUS_UNSUPPORTED, "%s has no vocabulary: cannot tokenize a text", model_path);
+  if (!st && !v)
+    st = kiln_status_new(KILN_STATUS_UNSUPPORTED, "%s has no vocabulary: cannot tokenize a text", model_path);
   if (!st) st = cli_read_file(file, &text, &len);
   /* as llama-perplexity: BOS per the vocabulary, special-token texts stay text */
   if (!st) st = kiln_tokenize(v, text, len, kiln_vocab_add_bos(v) ? KILN_TOKENIZE_ADD_BOS : 0, &ids, &n_ids);

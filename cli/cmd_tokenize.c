@@ -145,7 +145,8 @@ int cmd_tokenize(int argc, char **argv) {
   size_t n = 0;
   if (!st) st = load_vocab(model, &v);
   if (!st) {
-    int flags = (bos && kiln_vocab_add_bos(v) ? KILN_TOKENIZE_ADD_BOS : 0) | (special ? KILN_TOKENIZE_PARSE_SPECIAL : 0);
+    int flags = (bos && kiln_vocab_add_bos(v) ? KILN_TOKENIZE_ADD_BOS : 0) |
+                (special ? KILN_TOKENIZE_PARSE_SPECIAL : 0);
     st = kiln_tokenize(v, text, len, flags, &ids, &n);
   }
   json_t *pieces = json ? json_array() : NULL;

@@ -44,8 +44,11 @@ static bool slurp_fd(int fd, char **out, size_t *len) {
   return true;
 }
 
+/* An unlinked temporary file under $TMPDIR (or /tmp). */
 static int temp_fd(void) {
-  char path[] = "/tmp/kiln-proc-XXXXXX";
+  const char *tmp = getenv("TMPDIR");
+  char path[4096];
+  snprintf(path, sizeof path, "%s/kiln-proc-XXXXXX", tmp && *tmp ? tmp : "/tmp");
   int fd = mkstemp(path);
   if (fd >= 0) unlink(path);
   return fd;

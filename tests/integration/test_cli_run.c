@@ -359,7 +359,8 @@ static void test_parity_and_bench_output(void **state) {
   kt_proc_free(&p);
   assert_true(kt_kiln(bm, NULL, 0, false, &p));
   assert_int_equal(p.status, 0);
-  assert_non_null(strstr(p.out, "| model | backend | threads | precision | n_batch | test | t/s | ms/token | total ms |"));
+  assert_non_null(
+      strstr(p.out, "| model | backend | threads | precision | n_batch | test | t/s | ms/token | total ms |"));
   assert_non_null(strstr(p.out, "| plain.gguf | cpu | 1 | f32 | 24 | pp16 @ d8 | "));
   assert_non_null(strstr(p.out, "| tg4 @ d8 | "));
   kt_proc_free(&p);
