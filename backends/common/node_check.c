@@ -35,9 +35,14 @@ static int op_arity(kiln_op op, bool *out_last_optional) {
   *out_last_optional = false;
   switch (op) {
   case KILN_OP_GET_ROWS: case KILN_OP_RMS_NORM: case KILN_OP_SWIGLU: case KILN_OP_ADD:
+  case KILN_OP_SIGMOID_MUL:
     return 2;
-  case KILN_OP_ROPE: case KILN_OP_STORE_KV:
+  case KILN_OP_ROPE: case KILN_OP_STORE_KV: case KILN_OP_SLICE:
     return 1;
+  case KILN_OP_SSM_CONV: case KILN_OP_GATED_DELTA_NET:
+    return 3;
+  case KILN_OP_GDN_GATE:
+    return 4;
   case KILN_OP_MUL_MAT:
     *out_last_optional = true;
     return 3;
@@ -170,8 +175,9 @@ static kiln_status check_mul_mat(const kiln_host_api *host, const kiln_node *nod
 static kiln_status check_rope(const kiln_host_api *host, const kiln_node *node) {
   const kiln_tensor *x = node->src[0], *dst = node->dst;
   const kiln_rope_params *p = &node->p.rope;
-  if (p->mode != KILN_ROPE_NORM && p->mode != KILN_ROPE_NEOX)
-    return BAD("rope mode %d is none of kiln/graph.h's (NORM = 0, NEOX = 2)", (int)p->mode);
+  if (p->mode != KILN_ROPE_NORM && p->mode != KILN_ROPE_NEOX && p->mode != KILN_ROPE_IMROPE)
+    return BAD("rope mode %d is none of kiln/graph.h's (NORM = 0, NEOX = 2, IMROPE = 40)",
+               (int)p->mode);
   KILN_RETURN_IF_ERROR(check_f32(host, node, "src0", x));
   KILN_RETURN_IF_ERROR(check_f32(host, node, "dst", dst));
   KILN_RETURN_IF_ERROR(same_width(host, node, "dst", dst, "src0", x));
@@ -185,6 +191,18 @@ static kiln_status check_rope(const kiln_host_api *host, const kiln_node *node) 
                (int)p->n_head, (long long)p->head_dim * p->n_head, (long long)x->ne[0]);
   if (!isfinite(p->theta) || !(p->theta > 0.0f))
     return BAD("theta %g must be finite and > 0", (double)p->theta);
+  int64_t sect = 0;
+  for (int i = 0; i < 4; i++) {
+    if (p->sections[i] < 0 || (p->mode != KILN_ROPE_IMROPE && p->sections[i] != 0))
+      return BAD("sections [%d, %d, %d, %d]: %s", (int)p->sections[0], (int)p->sections[1],
+                 (int)p->sections[2], (int)p->sections[3],
+                 p->mode == KILN_ROPE_IMROPE ? "each must be >= 0" : "only IMROPE has sections");
+    sect += p->sections[i];
+  }
+  if (p->mode == KILN_ROPE_IMROPE && (sect < 1 || sect > p->head_dim))
+    return BAD("sections [%d, %d, %d, %d] sum to %lld; IMROPE wants 1 .. head_dim %d",
+               (int)p->sections[0], (int)p->sections[1], (int)p->sections[2],
+               (int)p->sections[3], (long long)sect, (int)p->head_dim);
   return NULL;
 }
 
@@ -233,6 +251,104 @@ static kiln_status check_elementwise(const kiln_host_api *host, const kiln_node 
   return same_width(host, node, "dst", dst, "src0", a);
 }
 
+static kiln_status check_slice(const kiln_host_api *host, const kiln_node *node) {
+  const kiln_tensor *x = node->src[0], *dst = node->dst;
+  const kiln_slice_params *p = &node->p.slice;
+  KILN_RETURN_IF_ERROR(check_f32(host, node, "src0", x));
+  KILN_RETURN_IF_ERROR(check_f32(host, node, "dst", dst));
+  if (p->offset < 0 || p->length < 1 || p->stride < 1 || (int64_t)p->offset + p->length > p->stride)
+    return BAD("offset %d, length %d, stride %d: want offset >= 0, length >= 1, offset + length "
+               "<= stride",
+               (int)p->offset, (int)p->length, (int)p->stride);
+  if (x->ne[0] % p->stride != 0)
+    return BAD("src0 width %lld is not a multiple of stride %d", (long long)x->ne[0],
+               (int)p->stride);
+  if (dst->ne[0] != x->ne[0] / p->stride * p->length)
+    return BAD("dst width %lld differs from %lld groups x length %d", (long long)dst->ne[0],
+               (long long)(x->ne[0] / p->stride), (int)p->length);
+  return NULL;
+}
+
+/* A recurrent state: F32 [width, 1], role RECURRENT, of `want` values. */
+static kiln_status check_state(const kiln_host_api *host, const kiln_node *node,
+                               const char *what, const kiln_tensor *t, int64_t want) {
+  KILN_RETURN_IF_ERROR(check_f32(host, node, what, t));
+  if (t->role != KILN_ROLE_RECURRENT || t->ne[1] != 1 || t->ne[0] != want)
+    return BAD("%s '%.*s' must be a RECURRENT [%lld, 1] state (is role %d, [%lld, %lld])", what,
+               KILN_NAME_MAX, t->name, (long long)want, (int)t->role, (long long)t->ne[0],
+               (long long)t->ne[1]);
+  return NULL;
+}
+
+static kiln_status check_ssm_conv(const kiln_host_api *host, const kiln_node *node) {
+  const kiln_tensor *x = node->src[0], *w = node->src[1], *state = node->src[2],
+                    *dst = node->dst;
+  KILN_RETURN_IF_ERROR(check_f32(host, node, "src0", x));
+  KILN_RETURN_IF_ERROR(check_weight(host, node, "conv kernel src1", w));
+  KILN_RETURN_IF_ERROR(check_f32(host, node, "dst", dst));
+  KILN_RETURN_IF_ERROR(same_width(host, node, "dst", dst, "src0", x));
+  if (w->ne[1] != x->ne[0] || w->ne[0] < 2)
+    return BAD("conv kernel '%.*s' is [%lld, %lld]; want [K >= 2, %lld channels]", KILN_NAME_MAX,
+               w->name, (long long)w->ne[0], (long long)w->ne[1], (long long)x->ne[0]);
+  return check_state(host, node, "conv state src2", state, (w->ne[0] - 1) * x->ne[0]);
+}
+
+static kiln_status check_gdn_gate(const kiln_host_api *host, const kiln_node *node) {
+  const kiln_tensor *a = node->src[0], *b = node->src[1], *A = node->src[2], *dt = node->src[3],
+                    *dst = node->dst;
+  KILN_RETURN_IF_ERROR(check_f32(host, node, "alpha src0", a));
+  KILN_RETURN_IF_ERROR(check_f32(host, node, "beta src1", b));
+  KILN_RETURN_IF_ERROR(check_weight(host, node, "A src2", A));
+  KILN_RETURN_IF_ERROR(check_weight(host, node, "time-step bias src3", dt));
+  KILN_RETURN_IF_ERROR(check_f32(host, node, "dst", dst));
+  KILN_RETURN_IF_ERROR(same_width(host, node, "beta src1", b, "alpha src0", a));
+  if (A->ne[0] != a->ne[0] || A->ne[1] != 1 || dt->ne[0] != a->ne[0] || dt->ne[1] != 1)
+    return BAD("A '%.*s' [%lld, %lld] and bias '%.*s' [%lld, %lld] must be vectors of the %lld "
+               "heads",
+               KILN_NAME_MAX, A->name, (long long)A->ne[0], (long long)A->ne[1], KILN_NAME_MAX,
+               dt->name, (long long)dt->ne[0], (long long)dt->ne[1], (long long)a->ne[0]);
+  if (dst->ne[0] != 2 * a->ne[0])
+    return BAD("dst width %lld is not 2 x %lld heads", (long long)dst->ne[0], (long long)a->ne[0]);
+  return NULL;
+}
+
+static kiln_status check_gdn(const kiln_host_api *host, const kiln_node *node) {
+  const kiln_tensor *qkv = node->src[0], *gates = node->src[1], *state = node->src[2],
+                    *dst = node->dst;
+  const kiln_gdn_params *p = &node->p.gdn;
+  KILN_RETURN_IF_ERROR(check_f32(host, node, "qkv src0", qkv));
+  KILN_RETURN_IF_ERROR(check_f32(host, node, "gates src1", gates));
+  KILN_RETURN_IF_ERROR(check_f32(host, node, "dst", dst));
+  if (p->n_k_heads < 1 || p->n_v_heads < 1 || p->head_k_dim < 1 || p->head_v_dim < 1 ||
+      p->chunk < 1)
+    return BAD("n_k_heads %d, n_v_heads %d, head_k_dim %d, head_v_dim %d and chunk %d must be "
+               ">= 1",
+               (int)p->n_k_heads, (int)p->n_v_heads, (int)p->head_k_dim, (int)p->head_v_dim,
+               (int)p->chunk);
+  if (p->n_v_heads % p->n_k_heads != 0)
+    return BAD("n_v_heads %d is not a multiple of n_k_heads %d", (int)p->n_v_heads,
+               (int)p->n_k_heads);
+  if (p->head_k_dim > 4096 || p->head_v_dim > 4096 || p->n_v_heads > 65536 || p->chunk > 4096)
+    return BAD("head_k_dim %d, head_v_dim %d, n_v_heads %d or chunk %d is implausibly large",
+               (int)p->head_k_dim, (int)p->head_v_dim, (int)p->n_v_heads, (int)p->chunk);
+  const int64_t kd = (int64_t)p->n_k_heads * p->head_k_dim, vd = (int64_t)p->n_v_heads * p->head_v_dim;
+  if (qkv->ne[0] != 2 * kd + vd)
+    return BAD("qkv width %lld differs from 2 x %d x %d + %d x %d = %lld", (long long)qkv->ne[0],
+               (int)p->n_k_heads, (int)p->head_k_dim, (int)p->n_v_heads, (int)p->head_v_dim,
+               (long long)(2 * kd + vd));
+  if (gates->ne[0] != 2 * (int64_t)p->n_v_heads)
+    return BAD("gates width %lld is not 2 x %d value heads", (long long)gates->ne[0],
+               (int)p->n_v_heads);
+  if (dst->ne[0] != vd)
+    return BAD("dst width %lld differs from %d x %d", (long long)dst->ne[0], (int)p->n_v_heads,
+               (int)p->head_v_dim);
+  if (!isfinite(p->l2_eps) || !(p->l2_eps > 0.0f))
+    return BAD("l2_eps %g must be finite and > 0", (double)p->l2_eps);
+  if (!isfinite(p->q_scale) || !(p->q_scale > 0.0f))
+    return BAD("q_scale %g must be finite and > 0", (double)p->q_scale);
+  return check_state(host, node, "state src2", state, vd * p->head_k_dim);
+}
+
 kiln_status kiln_node_check(const kiln_host_api *host, const kiln_node *node) {
   if (!node) return host->status_new(KILN_STATUS_INVALID_ARGUMENT, "NULL node");
   bool last_optional;
@@ -254,7 +370,12 @@ kiln_status kiln_node_check(const kiln_host_api *host, const kiln_node *node) {
   case KILN_OP_STORE_KV: return check_store_kv(host, node);
   case KILN_OP_ATTENTION: return check_attention(host, node);
   case KILN_OP_SWIGLU:
-  case KILN_OP_ADD: return check_elementwise(host, node);
+  case KILN_OP_ADD:
+  case KILN_OP_SIGMOID_MUL: return check_elementwise(host, node);
+  case KILN_OP_SLICE: return check_slice(host, node);
+  case KILN_OP_SSM_CONV: return check_ssm_conv(host, node);
+  case KILN_OP_GDN_GATE: return check_gdn_gate(host, node);
+  case KILN_OP_GATED_DELTA_NET: return check_gdn(host, node);
   default: return BAD("op id %d is none of kiln/graph.h's ops", (int)node->op);
   }
 }

@@ -53,7 +53,18 @@
  *     n_head_kv (GQA); head_dim * n_head = Q width = dst width; head_dim *
  *     n_head_kv = K cache width = V cache width; K and V caches hold as
  *     many positions; scale finite;
- *   - SWIGLU, ADD: src0, src1 and dst of one width.
+ *   - SWIGLU, ADD, SIGMOID_MUL: src0, src1 and dst of one width;
+ *   - ROPE IMROPE: sections each >= 0, summing to 1 .. head_dim (other
+ *     modes: all 0);
+ *   - SLICE: offset >= 0, length >= 1, offset + length <= stride, stride
+ *     divides the src0 width, dst width = groups x length;
+ *   - SSM_CONV: the kernel [K >= 2, C] with C the src0 width = dst width;
+ *     the state RECURRENT [(K-1) * C, 1];
+ *   - GDN_GATE: alpha and beta of one width H, A and the bias [H]
+ *     weights, dst [2H];
+ *   - GATED_DELTA_NET: head counts and dims >= 1, n_v_heads a multiple of
+ *     n_k_heads, qkv width 2*Hk*Dk + Hv*Dv, gates 2*Hv, dst Hv*Dv, the state
+ *     RECURRENT [Dk*Dv*Hv, 1], chunk >= 1, l2_eps and q_scale finite > 0.
  * Step-dependent checks (n_tokens within capacity, positions within the KV
  * cache, buffers present) are the backend's run(). */
 kiln_status kiln_node_check(const kiln_host_api *host, const kiln_node *node);

@@ -54,17 +54,32 @@ kiln_status cpu_node_supports(const cpu_ctx *ctx, const kiln_node *node) {
     KILN_RETURN_IF_ERROR(want_weight(ctx, node, "bias src2", s[2]));
     return want_f32(ctx, node, "dst", node->dst);
   case KILN_OP_ROPE:
-    if (node->p.rope.mode != KILN_ROPE_NORM && node->p.rope.mode != KILN_ROPE_NEOX)
+    if (node->p.rope.mode != KILN_ROPE_NORM && node->p.rope.mode != KILN_ROPE_NEOX &&
+        node->p.rope.mode != KILN_ROPE_IMROPE)
       return cpu_node_error(ctx, KILN_STATUS_UNSUPPORTED, node,
-                            "rope mode %d is not implemented (the cpu backend has NORM = 0 and "
-                            "NEOX = 2)",
+                            "rope mode %d is not implemented (the cpu backend has NORM = 0, "
+                            "NEOX = 2 and IMROPE = 40)",
                             (int)node->p.rope.mode);
     KILN_RETURN_IF_ERROR(want_f32(ctx, node, "src0", s[0]));
+    return want_f32(ctx, node, "dst", node->dst);
+  case KILN_OP_SSM_CONV:
+    KILN_RETURN_IF_ERROR(want_f32(ctx, node, "src0", s[0]));
+    KILN_RETURN_IF_ERROR(want_weight(ctx, node, "conv kernel src1", s[1]));
+    KILN_RETURN_IF_ERROR(want_f32(ctx, node, "conv state src2", s[2]));
+    return want_f32(ctx, node, "dst", node->dst);
+  case KILN_OP_GDN_GATE:
+    KILN_RETURN_IF_ERROR(want_f32(ctx, node, "alpha src0", s[0]));
+    KILN_RETURN_IF_ERROR(want_f32(ctx, node, "beta src1", s[1]));
+    KILN_RETURN_IF_ERROR(want_weight(ctx, node, "A src2", s[2]));
+    KILN_RETURN_IF_ERROR(want_weight(ctx, node, "time-step bias src3", s[3]));
     return want_f32(ctx, node, "dst", node->dst);
   case KILN_OP_STORE_KV:
   case KILN_OP_ATTENTION:
   case KILN_OP_SWIGLU:
   case KILN_OP_ADD:
+  case KILN_OP_SLICE:
+  case KILN_OP_SIGMOID_MUL:
+  case KILN_OP_GATED_DELTA_NET:
     for (int i = 0; i < KILN_MAX_SRC; i++) {
       static const char *const names[KILN_MAX_SRC] = {"src0", "src1", "src2", "src3"};
       KILN_RETURN_IF_ERROR(want_f32(ctx, node, names[i], s[i]));
@@ -116,6 +131,26 @@ static kiln_status check_positions(const cpu_ctx *ctx, const kiln_node *node, co
 static bool overlaps(const void *a, uint64_t na, const void *b, uint64_t nb) {
   const char *pa = a, *pb = b;
   return pa < pb + nb && pb < pa + na;
+}
+
+/* dst and the first n_src sources are pairwise disjoint (every output reads
+ * sources other workers may still need, and a state is updated in place). */
+static kiln_status check_no_overlap(const cpu_ctx *ctx, const kiln_node *node, const cpu_io *io,
+                                    int n_src) {
+  for (int i = 0; i < n_src; i++) {
+    const kiln_tensor *si = node->src[i];
+    if (overlaps(io->dst, node->dst->nbytes, io->src[i], si->nbytes))
+      return cpu_node_error(ctx, KILN_STATUS_INVALID_ARGUMENT, node,
+                            "dst '%.*s' overlaps src%d '%.*s'", KILN_NAME_MAX, node->dst->name, i,
+                            KILN_NAME_MAX, si->name);
+    for (int j = 0; j < i; j++)
+      if (overlaps(io->src[j], node->src[j]->nbytes, io->src[i], si->nbytes) &&
+          (i == kiln_op_state_src(node->op) || j == kiln_op_state_src(node->op)))
+        return cpu_node_error(ctx, KILN_STATUS_INVALID_ARGUMENT, node,
+                              "state src%d overlaps src%d", kiln_op_state_src(node->op),
+                              i == kiln_op_state_src(node->op) ? j : i);
+  }
+  return NULL;
 }
 
 kiln_status cpu_node_run(const cpu_ctx *ctx, const kiln_node *node, const cpu_io *io) {
@@ -179,10 +214,34 @@ kiln_status cpu_node_run(const cpu_ctx *ctx, const kiln_node *node, const cpu_io
     return cpu_op_attention(ctx, node, io);
   case KILN_OP_SWIGLU:
   case KILN_OP_ADD:
+  case KILN_OP_SIGMOID_MUL:
     KILN_RETURN_IF_ERROR(check_columns(ctx, node, "src0", s[0], T));
     KILN_RETURN_IF_ERROR(check_columns(ctx, node, "src1", s[1], T));
     KILN_RETURN_IF_ERROR(check_columns(ctx, node, "dst", d, T));
+    if (node->op == KILN_OP_SIGMOID_MUL) return cpu_op_sigmoid_mul(ctx, node, io);
     return node->op == KILN_OP_ADD ? cpu_op_add(ctx, node, io) : cpu_op_swiglu(ctx, node, io);
+  case KILN_OP_SLICE:
+    KILN_RETURN_IF_ERROR(check_columns(ctx, node, "src0", s[0], T));
+    KILN_RETURN_IF_ERROR(check_columns(ctx, node, "dst", d, T));
+    KILN_RETURN_IF_ERROR(check_no_overlap(ctx, node, io, 1));
+    return cpu_op_slice(ctx, node, io);
+  case KILN_OP_SSM_CONV:
+    KILN_RETURN_IF_ERROR(check_columns(ctx, node, "src0", s[0], T));
+    KILN_RETURN_IF_ERROR(check_columns(ctx, node, "dst", d, T));
+    KILN_RETURN_IF_ERROR(check_no_overlap(ctx, node, io, 3));
+    return cpu_op_ssm_conv(ctx, node, io);
+  case KILN_OP_GDN_GATE:
+    KILN_RETURN_IF_ERROR(check_columns(ctx, node, "alpha src0", s[0], T));
+    KILN_RETURN_IF_ERROR(check_columns(ctx, node, "beta src1", s[1], T));
+    KILN_RETURN_IF_ERROR(check_columns(ctx, node, "dst", d, T));
+    KILN_RETURN_IF_ERROR(check_no_overlap(ctx, node, io, 4));
+    return cpu_op_gdn_gate(ctx, node, io);
+  case KILN_OP_GATED_DELTA_NET:
+    KILN_RETURN_IF_ERROR(check_columns(ctx, node, "qkv src0", s[0], T));
+    KILN_RETURN_IF_ERROR(check_columns(ctx, node, "gates src1", s[1], T));
+    KILN_RETURN_IF_ERROR(check_columns(ctx, node, "dst", d, T));
+    KILN_RETURN_IF_ERROR(check_no_overlap(ctx, node, io, 3));
+    return cpu_op_gated_delta_net(ctx, node, io);
   default:
     return cpu_node_supports(ctx, node);
   }

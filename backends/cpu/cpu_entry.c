@@ -242,6 +242,11 @@ static kiln_status cpu_run(void *backend, const kiln_step *step) {
                             "dst '%.*s' is a mapped weight (read-only)", KILN_NAME_MAX,
                             node->dst->name);
     io.dst = db->data;
+    int state = kiln_op_state_src(node->op);
+    if (state >= 0 && node->src[state] && !((const cpu_buffer *)step->bufs[node->src[state]->id])->owned)
+      return cpu_node_error(&be->ctx, KILN_STATUS_INVALID_ARGUMENT, node,
+                            "state src%d '%.*s' is a mapped weight (read-only)", state,
+                            KILN_NAME_MAX, node->src[state]->name);
     KILN_RETURN_IF_ERROR(cpu_node_run(&be->ctx, node, &io));
   }
   return NULL;

@@ -13,8 +13,9 @@
  *
  * Precision: CPU_PRECISION_F32 accumulates in float; CPU_PRECISION_F64
  * accumulates every reduction (MUL_MAT dot products, the RMS_NORM sum of
- * squares, attention scores, softmax sums and the weighted V sum) in double
- * and rounds once on the store. Storage is always f32.
+ * squares, attention scores, softmax sums and the weighted V sum, the
+ * convolution and the whole delta rule) in double and rounds once on the
+ * store. Storage is always f32, recurrent states included.
  *
  * Determinism: each output element is computed by the same operations in the
  * same order whatever the thread count (threads split outputs, never a
@@ -107,6 +108,13 @@ kiln_status cpu_op_store_kv(const cpu_ctx *ctx, const kiln_node *node, const cpu
 kiln_status cpu_op_attention(const cpu_ctx *ctx, const kiln_node *node, const cpu_io *io);
 kiln_status cpu_op_swiglu(const cpu_ctx *ctx, const kiln_node *node, const cpu_io *io);
 kiln_status cpu_op_add(const cpu_ctx *ctx, const kiln_node *node, const cpu_io *io);
+/* qwen35's ops; SSM_CONV and GATED_DELTA_NET update their RECURRENT src2
+ * in place (its buffer is the node's own, never a mapped weight). */
+kiln_status cpu_op_slice(const cpu_ctx *ctx, const kiln_node *node, const cpu_io *io);
+kiln_status cpu_op_sigmoid_mul(const cpu_ctx *ctx, const kiln_node *node, const cpu_io *io);
+kiln_status cpu_op_ssm_conv(const cpu_ctx *ctx, const kiln_node *node, const cpu_io *io);
+kiln_status cpu_op_gdn_gate(const cpu_ctx *ctx, const kiln_node *node, const cpu_io *io);
+kiln_status cpu_op_gated_delta_net(const cpu_ctx *ctx, const kiln_node *node, const cpu_io *io);
 
 /* --- weights (cpu_weights.c) --------------------------------------------- */
 

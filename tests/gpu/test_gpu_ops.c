@@ -457,7 +457,7 @@ static int rope_case(kiln_runtime *rt, kiln_backend **gpus, kiln_rope_mode mode,
   kg_fill(&r, x, hd * nh * CAP, -3, 3);
   op.data[0] = x;
   set_node(&op, KILN_OP_ROPE, "blk.0.rope_q", 0, -1, -1, 1);
-  op.node.p.rope = (kiln_rope_params){mode, n_rot, hd, nh, theta};
+  op.node.p.rope = (kiln_rope_params){mode, n_rot, hd, nh, theta, {0, 0, 0, 0}};
   char what[96];
   snprintf(what, sizeof what, "rope %s hd %d n_rot %d theta %g at %d",
            mode == KILN_ROPE_NEOX ? "NEOX" : "NORM", hd, n_rot, (double)theta, pos0);

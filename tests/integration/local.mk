@@ -1,13 +1,16 @@
 # integration tests: real model files, the plugins as built, the CLI.
 check_PROGRAMS += tests/integration/test_golden_cpu tests/integration/test_eps_from_gguf \
 	tests/integration/test_fallback tests/integration/test_conf_files tests/integration/test_parity_qwen \
-	tests/integration/test_cli_tokenize tests/integration/test_cli_run tests/integration/test_perplexity
+	tests/integration/test_cli_tokenize tests/integration/test_cli_run tests/integration/test_perplexity \
+	tests/integration/test_golden_qwen35 tests/integration/test_parity_qwen35 tests/integration/test_model_qwen35
 TESTS += tests/integration/test_golden_cpu tests/integration/test_eps_from_gguf \
 	tests/integration/test_fallback tests/integration/test_conf_files tests/integration/test_parity_qwen \
 	tests/integration/test_cli_tokenize tests/integration/test_cli_run tests/integration/test_perplexity \
+	tests/integration/test_golden_qwen35 tests/integration/test_parity_qwen35 tests/integration/test_model_qwen35 \
 	tests/integration/test_cli.sh tests/embed/test_embed.sh
 EXTRA_DIST += tests/integration/test_cli.sh tests/embed/test_embed.sh tests/embed/embed_example.c \
-	tests/golden/stories260K.golden tests/golden/make_golden.py
+	tests/golden/stories260K.golden tests/golden/make_golden.py \
+	tests/golden/qwen35-tiny.golden tests/golden/qwen35-tiny.synth tests/golden/make_golden_qwen35.py
 tests_integration_test_golden_cpu_SOURCES = tests/integration/test_golden_cpu.c
 tests_integration_test_golden_cpu_CFLAGS = $(TEST_CFLAGS)
 tests_integration_test_golden_cpu_LDADD = $(TEST_LIBS)
@@ -40,3 +43,13 @@ tests_integration_test_perplexity_LDADD = $(TEST_LIBS) $(JANSSON_LIBS)
 $(tests_integration_test_perplexity_OBJECTS): cli/kiln$(EXEEXT)
 EXTRA_DIST += tests/data/perplexity/stories.txt tests/data/perplexity/README.md \
 	tests/data/perplexity/stories260K.ppl tests/data/perplexity/make_ppl_reference.py
+tests_integration_test_golden_qwen35_SOURCES = tests/integration/test_golden_qwen35.c \
+	tests/qwen35_fixture.c tests/qwen35_fixture.h
+tests_integration_test_golden_qwen35_CFLAGS = $(TEST_CFLAGS)
+tests_integration_test_golden_qwen35_LDADD = $(TEST_LIBS)
+tests_integration_test_parity_qwen35_SOURCES = tests/integration/test_parity_qwen35.c
+tests_integration_test_parity_qwen35_CFLAGS = $(TEST_CFLAGS)
+tests_integration_test_parity_qwen35_LDADD = $(TEST_LIBS)
+tests_integration_test_model_qwen35_SOURCES = tests/integration/test_model_qwen35.c
+tests_integration_test_model_qwen35_CFLAGS = $(TEST_CFLAGS)
+tests_integration_test_model_qwen35_LDADD = $(TEST_LIBS)

@@ -17,6 +17,7 @@ kiln_cpu_tests = \
 	tests/unit/test_cpu_attention \
 	tests/unit/test_cpu_ops \
 	tests/unit/test_cpu_threads \
+	tests/unit/test_cpu_qwen35 \
 	tests/unit/test_cpu_plugin
 check_PROGRAMS += $(kiln_cpu_tests)
 TESTS += $(kiln_cpu_tests)
@@ -44,6 +45,10 @@ tests_unit_test_cpu_ops_LDADD = $(kiln_cpu_test_libs)
 tests_unit_test_cpu_threads_SOURCES = tests/unit/test_cpu_threads.c
 tests_unit_test_cpu_threads_CFLAGS = $(kiln_cpu_test_cflags)
 tests_unit_test_cpu_threads_LDADD = $(kiln_cpu_test_libs)
+
+tests_unit_test_cpu_qwen35_SOURCES = tests/unit/test_cpu_qwen35.c
+tests_unit_test_cpu_qwen35_CFLAGS = $(kiln_cpu_test_cflags)
+tests_unit_test_cpu_qwen35_LDADD = $(kiln_cpu_test_libs)
 
 # Needs kiln-cpu.la built first: `make check` builds `all` before the tests.
 tests_unit_test_cpu_plugin_SOURCES = tests/unit/test_cpu_plugin.c

@@ -163,7 +163,7 @@ static void test_ops_bitwise(void **state) {
                  .dst_bytes = (size_t)(W * T) * 4,
                  .T = (int32_t)T,
                  .pos0 = 1000};
-    c.node.p.rope = (kiln_rope_params){KILN_ROPE_NEOX, 96, (int32_t)hd, (int32_t)nh, 1e6f};
+    c.node.p.rope = (kiln_rope_params){KILN_ROPE_NEOX, 96, (int32_t)hd, (int32_t)nh, 1e6f, {0, 0, 0, 0}};
     check_split(&probe, T, (double)W * T);
     for (int p = 0; p < 2; p++) compare_threads(&c, (cpu_precision)p, "rope");
     free(x);

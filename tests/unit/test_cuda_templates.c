@@ -102,7 +102,7 @@ static void build(nodes *g, const shape *s, kiln_type wt) {
   node(&g->mm_q, 2, KILN_OP_MUL_MAT, "blk.0.attn_q", &g->wq, &g->h, &g->bq, &g->q);
   node(&g->rope, 3, KILN_OP_ROPE, "blk.0.rope_q", &g->q, NULL, NULL, &g->qr);
   g->rope.p.rope = (kiln_rope_params){s->mode, (int32_t)s->n_rot, (int32_t)s->head_dim,
-                                      (int32_t)s->n_head, s->theta};
+                                      (int32_t)s->n_head, s->theta, {0, 0, 0, 0}};
   node(&g->attn, 4, KILN_OP_ATTENTION, "blk.0.attn", &g->qr, &g->kc, &g->vc, &g->att);
   g->attn.p.attention =
       (kiln_attention_params){(int32_t)s->n_head, (int32_t)s->n_head_kv, (int32_t)s->head_dim,

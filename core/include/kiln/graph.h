@@ -10,7 +10,8 @@
  * matrix of N rows of K values is ne = [K, N], and an activation holding one
  * vector of width H per token is ne = [H, T]. For activations, ne[1] is the
  * capacity (the largest batch the plan was made for); a step uses the first
- * n_tokens columns. All activations and KV caches are F32, contiguous.
+ * n_tokens columns. All activations, KV caches and recurrent states are
+ * F32, contiguous.
  *
  * Ownership: the graph owns its tensors and nodes; backends receive const
  * pointers that stay valid from prepare() until the backend is closed.
@@ -39,7 +40,14 @@ typedef enum kiln_tensor_role {
   KILN_ROLE_WEIGHT = 0,     /* read-only, from the GGUF file (data points into the mmap) */
   KILN_ROLE_ACTIVATION = 1, /* written by one node per step, [width, capacity] F32 */
   KILN_ROLE_STATE = 2,      /* persists across steps: the KV cache, [width, n_ctx] F32 */
-  KILN_ROLE_INPUT = 3       /* written by the executor each step: token ids, I32 [capacity] */
+  KILN_ROLE_INPUT = 3,      /* written by the executor each step: token ids, I32 [capacity] */
+  /* A recurrent layer's memory, [width, 1] F32: read and rewritten whole
+   * by the one node that owns it (SSM_CONV's conv state, GATED_DELTA_NET's
+   * delta-rule state), so it persists across the steps of a sequence. It is
+   * sized and allocated at plan time; a step at pos0 = 0 starts a sequence
+   * and reads it as zeros (kiln_session_reset), so its contents are never
+   * needed before that first write. */
+  KILN_ROLE_RECURRENT = 4
 } kiln_tensor_role;
 
 typedef struct kiln_tensor {
@@ -53,7 +61,7 @@ typedef struct kiln_tensor {
   char name[KILN_NAME_MAX];   /* GGUF name ("blk.0.attn_q.weight") or a node output name */
 } kiln_tensor;
 
-/* The ops of a llama-family decoder. Each names its sources in src[] order. */
+/* The ops of the decoders kiln runs. Each names its sources in src[] order. */
 typedef enum kiln_op {
   /* dst[H,T] = rows src0[H,V] at ids src1 (I32 [T]); any weight type. */
   KILN_OP_GET_ROWS = 0,
@@ -81,12 +89,68 @@ typedef enum kiln_op {
   KILN_OP_SWIGLU = 6,
   /* dst = src0 + src1, elementwise, same shape. */
   KILN_OP_ADD = 7,
-  KILN_OP_COUNT = 8
+  /* Qwen3.5 (qwen35; llama.cpp's src/models/qwen35.cpp, transformers'
+   * modeling_qwen3_5.py). */
+  /* Gathers a block of every group of columns: src0 [W, T] is W / stride
+   * groups of `stride` values; dst [length * W / stride, T] holds values
+   * offset .. offset+length-1 of each group, in order:
+   *   dst[g*length + j, t] = src0[g*stride + offset + j, t].
+   * (qwen35's joint query/gate projection interleaves them per head.) */
+  KILN_OP_SLICE = 8,
+  /* dst = sigmoid(src0) * src1, elementwise, sigmoid(a) = 1 / (1 + e^-a)
+   * (qwen35's output gate of full attention). */
+  KILN_OP_SIGMOID_MUL = 9,
+  /* Causal depthwise convolution over time, then SiLU (Mamba's short
+   * convolution; ggml_ssm_conv + ggml_silu): src0 [C, T] the step's
+   * inputs, src1 [K, C] the kernel (any float weight type; ne0 = K, the
+   * conv width), src2 [(K-1) * C, 1] RECURRENT: the K-1 inputs before the
+   * step, oldest first, element k*C + c. With in(p) the input at position
+   * p (the step's src0 for p >= pos0, the state before it, zeros before
+   * position 0):
+   *   dst[c, t] = silu(sum_{k<K} src1[k, c] * in(pos0 + t - (K-1) + k)[c])
+   * and afterwards src2 holds in(pos0+T-K+1 .. pos0+T-1). A step at
+   * pos0 = 0 reads the state as zeros. */
+  KILN_OP_SSM_CONV = 10,
+  /* The gated delta rule's per-head gates (transformers'
+   * Qwen3_5GatedDeltaNet): src0 [H, T] alpha projections, src1 [H, T] beta
+   * projections, src2 [H] A (the GGUF's ssm_a = -exp(A_log)), src3 [H] the
+   * time-step bias (ssm_dt.bias); dst [2H, T]:
+   *   dst[h, t]     = softplus(src0[h, t] + src3[h]) * src2[h]   (log decay g <= 0)
+   *   dst[H + h, t] = sigmoid(src1[h, t])                        (beta)
+   * softplus(x) = log(1 + e^x), and x for x > 20 (torch's and ggml's). */
+  KILN_OP_GDN_GATE = 11,
+  /* Gated DeltaNet (Yang, Kautz & Hatamizadeh 2024, "Gated Delta
+   * Networks"): src0 [2*Hk*Dk + Hv*Dv, T] the convolved q, k, v (q heads,
+   * then k heads, then v heads, each head contiguous), src1 [2*Hv, T] the
+   * gates (GDN_GATE: g then beta), src2 [Dk*Dv*Hv, 1] RECURRENT: per value
+   * head h a state S_h [Dk x Dv], element S_h[i][j] at (h*Dv + j)*Dk + i
+   * (llama.cpp's layout); dst [Hv*Dv, T]. Value head h reads q/k head
+   * h % Hk (the converter stores value heads tiled, llama.cpp's order).
+   * Per token, with q, k L2-normalised (x / sqrt(sum x^2 + l2_eps)):
+   *   S_h <- S_h * exp(g_h)
+   *   S_h <- S_h + k (beta_h (v_h - S_h^T k))^T
+   *   dst_h = S_h^T (q * q_scale)
+   * Steps of one token run that recurrence; longer steps the equivalent
+   * chunked (WY) form over chunks of `chunk` tokens (transformers'
+   * torch_chunk_gated_delta_rule). A step at pos0 = 0 starts from S = 0;
+   * src2 holds the state after the step's last token. */
+  KILN_OP_GATED_DELTA_NET = 12,
+  KILN_OP_COUNT = 13
 } kiln_op;
 
 typedef enum kiln_rope_mode {
   KILN_ROPE_NORM = 0, /* llama: rotate pairs (x[2i], x[2i+1]) */
-  KILN_ROPE_NEOX = 2  /* qwen2, qwen3: rotate pairs (x[i], x[i + n_rot/2]); ggml's mode id 2 */
+  KILN_ROPE_NEOX = 2, /* qwen2, qwen3: rotate pairs (x[i], x[i + n_rot/2]); ggml's mode id 2 */
+  /* qwen35: NEOX pairs whose positions come from interleaved multimodal
+   * sections (ggml's GGML_ROPE_TYPE_IMROPE, id 40; transformers'
+   * interleaved MRoPE). Pair i has sector s = i % (sum of sections) and
+   * turns by p * theta^(-2i/n_rot), p from stream t when s % 3 == 0 and
+   * s < 3*sections[0], h when s % 3 == 1 and s < 3*sections[1], w when
+   * s % 3 == 2 and s < 3*sections[2], else the fourth stream. For text
+   * (all kiln runs), t = h = w = the token's position and the fourth
+   * stream is 0, as llama.cpp sets them: a pair of the fourth stream does
+   * not turn. */
+  KILN_ROPE_IMROPE = 40
 } kiln_rope_mode;
 
 typedef struct kiln_rms_norm_params {
@@ -99,6 +163,9 @@ typedef struct kiln_rope_params {
   int32_t head_dim;
   int32_t n_head;   /* heads in src0 */
   float theta;      /* RoPE θ (rope.freq_base): dim pair i turns at pos * θ^(-2i/n_rot) rad */
+  /* IMROPE only (rope.dimension_sections, in pairs): t, h, w and the
+   * fourth stream; each >= 0, sum in 1..head_dim. 0 for the other modes. */
+  int32_t sections[4];
 } kiln_rope_params;
 
 typedef struct kiln_attention_params {
@@ -107,6 +174,22 @@ typedef struct kiln_attention_params {
   int32_t head_dim;
   float scale;       /* softmax scale, 1/sqrt(head_dim) */
 } kiln_attention_params;
+
+typedef struct kiln_slice_params {
+  int32_t offset; /* first value taken from each group, >= 0 */
+  int32_t length; /* values taken from each group, >= 1, offset + length <= stride */
+  int32_t stride; /* values per group; divides src0's width */
+} kiln_slice_params;
+
+typedef struct kiln_gdn_params {
+  int32_t n_k_heads;  /* q/k heads Hk (ssm.group_count) */
+  int32_t n_v_heads;  /* value heads Hv (ssm.time_step_rank), a multiple of Hk */
+  int32_t head_k_dim; /* Dk (ssm.state_size) */
+  int32_t head_v_dim; /* Dv (ssm.inner_size / Hv) */
+  int32_t chunk;      /* tokens per chunk of the chunked form (the reference code's 64), >= 1 */
+  float l2_eps;       /* ε of the q/k L2 norms, bit-exact (layer_norm_rms_epsilon in llama.cpp) */
+  float q_scale;      /* q's scale, 1/sqrt(Dk) */
+} kiln_gdn_params;
 
 typedef struct kiln_node {
   int32_t id;                      /* index in the graph's node list */
@@ -119,6 +202,8 @@ typedef struct kiln_node {
     kiln_rms_norm_params rms_norm;
     kiln_rope_params rope;
     kiln_attention_params attention;
+    kiln_slice_params slice;
+    kiln_gdn_params gdn;
   } p;
 } kiln_node;
 
@@ -143,8 +228,20 @@ static inline const char *kiln_op_name(kiln_op op) {
   case KILN_OP_ATTENTION: return "attention";
   case KILN_OP_SWIGLU: return "swiglu";
   case KILN_OP_ADD: return "add";
+  case KILN_OP_SLICE: return "slice";
+  case KILN_OP_SIGMOID_MUL: return "sigmoid_mul";
+  case KILN_OP_SSM_CONV: return "ssm_conv";
+  case KILN_OP_GDN_GATE: return "gdn_gate";
+  case KILN_OP_GATED_DELTA_NET: return "gated_delta_net";
   default: return "?";
   }
+}
+
+/* The source a node of `op` updates in place, its RECURRENT state (src2 of
+ * SSM_CONV and GATED_DELTA_NET), or -1 for ops that write only dst.
+ * Inline so plugins can use it. */
+static inline int kiln_op_state_src(kiln_op op) {
+  return op == KILN_OP_SSM_CONV || op == KILN_OP_GATED_DELTA_NET ? 2 : -1;
 }
 
 #ifdef __cplusplus

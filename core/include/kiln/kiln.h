@@ -101,7 +101,9 @@ const kiln_model *kiln_session_model(const kiln_session *s);
 /* Tokens in the KV cache so far (the next token's position). */
 int32_t kiln_session_pos(const kiln_session *s);
 int32_t kiln_session_n_ctx(const kiln_session *s);
-/* Forgets the cache: the next eval starts at position 0. */
+/* Forgets the sequence: the next eval starts at position 0, where the KV
+ * caches are overwritten and every recurrent layer's state (conv and
+ * delta-rule, kiln/graph.h's RECURRENT tensors) starts again from zeros. */
 void kiln_session_reset(kiln_session *s);
 
 /* Feeds ids[0..n) at the current position, in micro-batches of the

@@ -2,8 +2,10 @@
  * kiln/model.h — a GGUF model: its hyperparameters, vocabulary and graph.
  *
  * Architectures: llama (llama.cpp's LLM_ARCH_LLAMA: RoPE NORM), qwen2
- * (Q/K/V biases, RoPE NEOX) and qwen3 (per-head q_norm/k_norm, RoPE NEOX),
- * read from the `<arch>.*` keys llama.cpp's converter writes. A required key
+ * (Q/K/V biases, RoPE NEOX), qwen3 (per-head q_norm/k_norm, RoPE NEOX) and
+ * qwen35 (Qwen3.5: Gated DeltaNet layers interleaved with gated full
+ * attention, llama.cpp's LLM_ARCH_QWEN35), read from the `<arch>.*` keys
+ * llama.cpp's converter writes. A required key
  * that is missing is an error naming it (KILN_STATUS_NOT_FOUND); a weight
  * whose shape or type is wrong is an error naming the tensor, the expected
  * and the found shape (KILN_STATUS_MALFORMED). Defaults are taken only where
@@ -33,8 +35,13 @@ extern "C" {
 typedef enum kiln_arch {
   KILN_ARCH_LLAMA = 0,
   KILN_ARCH_QWEN2 = 1,
-  KILN_ARCH_QWEN3 = 2
+  KILN_ARCH_QWEN3 = 2,
+  KILN_ARCH_QWEN35 = 3
 } kiln_arch;
+
+/* The most decoder blocks a hybrid (qwen35) file may have: its layer
+ * pattern is held in kiln_hparams. */
+#define KILN_MAX_LAYERS 1024
 
 /* The effective hyperparameters. Widths are in elements. */
 typedef struct kiln_hparams {
@@ -57,6 +64,23 @@ typedef struct kiln_hparams {
   bool tied_output;      /* no output.weight: logits use token_embd.weight */
   /* Which values came from defaults rather than the file. */
   bool n_head_kv_default, head_dim_default, n_rot_default, theta_default;
+  /* qwen35 (hybrid: n_recurrent > 0 or the architecture has such layers).
+   * Every norm's ε is `eps` above (llama.cpp reads all of them from
+   * layer_norm_rms_epsilon: the RMSNorms, the gated ssm_norm and the L2
+   * norms of q and k in the linear-attention layers). */
+  bool hybrid;                /* the architecture interleaves recurrent layers */
+  uint32_t ssm_d_conv;        /* <arch>.ssm.conv_kernel: conv width K */
+  uint32_t ssm_d_inner;       /* <arch>.ssm.inner_size: value width Hv * Dv */
+  uint32_t ssm_d_state;       /* <arch>.ssm.state_size: key head dim Dk */
+  uint32_t ssm_dt_rank;       /* <arch>.ssm.time_step_rank: value heads Hv */
+  uint32_t ssm_n_group;       /* <arch>.ssm.group_count: q/k heads Hk */
+  uint32_t full_attn_interval; /* <arch>.full_attention_interval; 0 when absent */
+  bool pattern_from_array;    /* the pattern is <arch>.attention.recurrent_layers */
+  int32_t rope_sections[4];   /* <arch>.rope.dimension_sections (IMROPE, in pairs) */
+  uint32_t n_nextn;           /* <arch>.nextn_predict_layers: MTP blocks after the n_layer
+                                 trunk blocks (accepted, not run); 0 when absent */
+  uint32_t n_recurrent;       /* how many of the n_layer blocks are recurrent */
+  bool recurrent[KILN_MAX_LAYERS]; /* block l is Gated DeltaNet (else full attention) */
 } kiln_hparams;
 
 typedef struct kiln_model kiln_model;
@@ -80,15 +104,17 @@ void kiln_hparams_print(const kiln_hparams *hp, FILE *out);
 /* The decoder as a graph of kiln_nodes (kiln/graph.h), for batches of up to
  * `batch` tokens and a KV cache of n_ctx positions. Node names follow the
  * GGUF tensor names: "blk.3.attn_norm", "blk.3.q_norm", "output_norm",
- * "logits". */
+ * "logits"; qwen35's recurrent blocks add "blk.0.ssm_conv",
+ * "blk.0.gated_delta_net", "blk.0.ssm_norm", and own RECURRENT tensors
+ * "blk.0.conv_state" and "blk.0.ssm_state" in place of a KV cache. */
 typedef struct kiln_graph kiln_graph;
 
 typedef struct kiln_graph_options {
   int32_t batch; /* the most tokens one step evaluates, >= 1 */
   int32_t n_ctx; /* KV cache positions, >= 1 */
-  /* Testing the tests: plan every RMSNorm with this ε instead of the
-   * model's (`kiln parity --test-eps`), to show that parity sees the
-   * difference. 0 = the model's ε. */
+  /* Testing the tests: plan every norm (RMSNorms, and qwen35's q/k L2
+   * norms) with this ε instead of the model's (`kiln parity --test-eps`),
+   * to show that parity sees the difference. 0 = the model's ε. */
   float eps_override;
 } kiln_graph_options;
 

@@ -61,7 +61,10 @@ kiln_status kiln_plan_preload(kiln_plan *p);
 /* Runs the whole graph for tokens[0..n) at positions pos0..pos0+n-1.
  * n <= the graph's batch and pos0 + n <= n_ctx (KILN_STATUS_OUT_OF_RANGE
  * otherwise). Positions before pos0 must have been run already: their K
- * and V are read from the cache. */
+ * and V are read from the cache. A graph with recurrent layers (RECURRENT
+ * tensors) holds the memory of every position before the next one, so a
+ * step there must start at 0 (a new sequence) or exactly where the last
+ * successful step ended; anything else is KILN_STATUS_INVALID_ARGUMENT. */
 kiln_status kiln_plan_step(kiln_plan *p, const int32_t *tokens, int32_t n, int32_t pos0);
 
 /* Copies columns col0..col0+n_cols-1 of F32 tensor t (an activation of the

@@ -36,7 +36,7 @@
 extern "C" {
 #endif
 
-#define KILN_PLUGIN_ABI_MAJOR 1
+#define KILN_PLUGIN_ABI_MAJOR 2
 #define KILN_PLUGIN_ABI_MINOR 0
 #define KILN_PLUGIN_ENTRY_SYMBOL "kiln_backend_entry"
 

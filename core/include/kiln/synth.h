@@ -13,7 +13,12 @@
  * `seed` (Box–Muller in double), so a seed gives the same file everywhere.
  * Embeddings have σ = sqrt(embd_ms) (default mean-square 3e-4, as in real
  * Qwen embeddings), matrices σ = 1/sqrt(K) (fan-in), norm weights
- * 1 + N(0, 0.1²), biases N(0, 0.02²).
+ * 1 + N(0, 0.1²), biases N(0, 0.02²). qwen35 adds the linear-attention
+ * tensors (synth_qwen35.c): the conv kernel σ = 1/sqrt(K), ssm_dt.bias
+ * N(0, 1), ssm_a = -exp(N(0, 0.5²)) with the exponent clamped to
+ * ±0.9, and every norm weight clamped to [0.5, 2] — so the float32
+ * round trip a converter makes (w - 1 + 1, log then exp) can be exact
+ * (tests/golden/make_golden_qwen35.py relies on it).
  */
 #ifndef KILN_SYNTH_H
 #define KILN_SYNTH_H
@@ -45,10 +50,25 @@ typedef struct kiln_synth_options {
   double embd_ms;        /* mean-square of ordinary embedding rows; 0 = 3e-4 */
   double special_ms;     /* CONTROL tokens' rows get exactly this mean-square; 0 = like the rest */
   const char *vocab_from; /* GGUF whose tokenizer.* keys are copied; NULL = no vocabulary */
+  uint32_t vocab_rows;    /* with vocab_from: token_embd rows, >= its tokens (extra rows pad, as
+                             checkpoints pad theirs: Qwen3.5's 248320); 0 = as many as tokens */
   const char *name;       /* general.name; NULL = "kiln-synth" */
+  /* qwen35 only (ignored otherwise), written as llama.cpp's converter
+   * writes a Qwen3.5 checkpoint (conversion/qwen.py): */
+  const char *layer_pattern;   /* one letter per layer, R (Gated DeltaNet) or F (full attention),
+                                  written as attention.recurrent_layers; NULL: from the interval */
+  uint32_t full_attn_interval; /* full_attention_interval: every Nth block is full attention */
+  uint32_t ssm_conv;           /* ssm.conv_kernel: conv width (>= 2) */
+  uint32_t ssm_groups;         /* ssm.group_count: q/k heads */
+  uint32_t ssm_heads;          /* ssm.time_step_rank: value heads, a multiple of ssm_groups */
+  uint32_t ssm_state;          /* ssm.state_size: q/k head dim */
+  uint32_t ssm_head_v;         /* value head dim (ssm.inner_size = ssm_heads * ssm_head_v) */
+  int32_t rope_sections[4];    /* rope.dimension_sections (in rotated pairs) */
 } kiln_synth_options;
 
-/* Fills o with a small llama-shaped default (2 layers, 64 wide) for arch. */
+/* Fills o with a small default for arch: llama-shaped, 2 layers, 64 wide;
+ * qwen35: 4 blocks (R R R F), 64 wide, head_dim 32 rotating 8 with sections
+ * [2, 1, 1, 0], conv 4, q/k heads 2, value heads 4, head dims 16, θ 1e7. */
 void kiln_synth_defaults(kiln_synth_options *o, kiln_arch arch);
 
 /* Writes the model to `path` atomically (temp file + rename). Errors:

@@ -33,6 +33,10 @@ struct kiln_plan {
   void *observer_user;
   float *observer_buf;
   const kiln_node **node_ptrs; /* graph nodes in order, for kiln_step */
+  /* With recurrent layers: the position the recurrent states have reached
+   * (the next step must start there, or at 0); -1 when a failed step left
+   * them unknown; -2 without recurrent layers. */
+  int32_t rec_pos;
 };
 
 static kiln_status open_backend(kiln_plan *p, kiln_plugin_registry *r, const kiln_config *c,
@@ -131,7 +135,9 @@ static kiln_status allocate(kiln_plan *p) {
         st = kiln_status_annotate(st, "backend %s: tensor %s (%" PRIu64 " bytes)", be->name, ten->name,
                                   ten->nbytes);
     }
-    if (ten->role == KILN_ROLE_WEIGHT || ten->role == KILN_ROLE_STATE) p->valid[t] = used[t];
+    if (ten->role == KILN_ROLE_WEIGHT || ten->role == KILN_ROLE_STATE || ten->role == KILN_ROLE_RECURRENT)
+      p->valid[t] = used[t];
+    if (ten->role == KILN_ROLE_RECURRENT) p->rec_pos = 0;
   }
   free(used);
   return st;
@@ -155,6 +161,7 @@ kiln_status kiln_plan_create(const kiln_graph *g, kiln_plugin_registry *r, const
   kiln_plan *p = calloc(1, sizeof *p);
   if (!p) return kiln_status_new(KILN_STATUS_NO_MEMORY, "plan");
   p->g = g;
+  p->rec_pos = -2;
   p->node_backend = calloc(g->n_nodes ? g->n_nodes : 1, 1);
   p->valid = calloc(g->n_tensors ? g->n_tensors : 1, sizeof *p->valid);
   p->fallbacks = calloc(g->n_nodes ? g->n_nodes : 1, sizeof *p->fallbacks);
@@ -215,7 +222,8 @@ kiln_status kiln_plan_preload(kiln_plan *p) {
 }
 
 /* Bytes of t that a step of n tokens at pos0 must hold: the first n columns
- * of an activation or input, columns 0..pos0+n-1 of the KV cache. */
+ * of an activation or input, columns 0..pos0+n-1 of the KV cache, all of a
+ * recurrent state. */
 static uint64_t live_bytes(const kiln_tensor *t, int32_t n, int32_t pos0) {
   uint64_t col = t->nbytes / (uint64_t)(t->role == KILN_ROLE_INPUT ? t->ne[0] : t->ne[1]);
   switch (t->role) {
@@ -223,6 +231,7 @@ static uint64_t live_bytes(const kiln_tensor *t, int32_t n, int32_t pos0) {
   case KILN_ROLE_INPUT: return col * (uint64_t)n;
   case KILN_ROLE_STATE: return col * (uint64_t)(pos0 + n);
   case KILN_ROLE_WEIGHT: return t->nbytes;
+  case KILN_ROLE_RECURRENT: return t->nbytes; /* always whole */
   }
   return t->nbytes;
 }
@@ -273,6 +282,9 @@ static kiln_status run_nodes(kiln_plan *p, uint32_t b, uint32_t first, uint32_t 
       KILN_RETURN_IF_ERROR(ensure_valid(p, nd->src[s], b, n, pos0));
     if (node_reads_dst(nd)) KILN_RETURN_IF_ERROR(ensure_valid(p, nd->dst, b, n, pos0));
     p->valid[nd->dst->id] = 1u << b;
+    /* A recurrent state the node updates in place is now this backend's. */
+    int state = kiln_op_state_src(nd->op);
+    if (state >= 0 && nd->src[state]) p->valid[nd->src[state]->id] = 1u << b;
   }
   kiln_step step = {&p->node_ptrs[first], count, n, pos0, p->bufs[b]};
   kiln_status st = be->ops->run(be->ctx, &step);
@@ -288,6 +300,14 @@ kiln_status kiln_plan_step(kiln_plan *p, const int32_t *tokens, int32_t n, int32
                            "and %d positions",
                            n, pos0, g->batch, g->n_ctx);
   KILN_RETURN_IF_ERROR(kiln_plan_preload(p));
+  /* A recurrent state is the memory of every position before it: a step
+   * continues where the last one ended, or starts a sequence at 0. */
+  if (p->rec_pos != -2 && pos0 != 0 && pos0 != p->rec_pos)
+    return kiln_status_new(KILN_STATUS_INVALID_ARGUMENT,
+                           "step at position %d: the recurrent layers' state %s; a step must "
+                           "continue at the next position or restart the sequence at 0",
+                           pos0, p->rec_pos < 0 ? "was lost by a failed step" : "is further");
+  if (p->rec_pos != -2) p->rec_pos = -1;
   const kiln_tensor *tok = g->tokens;
   p->valid[tok->id] = 0;
   for (uint32_t b = 0; b < p->n_backends; b++) {
@@ -308,6 +328,7 @@ kiln_status kiln_plan_step(kiln_plan *p, const int32_t *tokens, int32_t n, int32
       KILN_RETURN_IF_ERROR(observe(p, g->nodes[i], sg->backend, n, pos0));
     }
   }
+  if (p->rec_pos != -2) p->rec_pos = pos0 + n;
   return NULL;
 }
 

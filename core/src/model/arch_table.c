@@ -8,9 +8,10 @@
 #include "graph/graph_internal.h"
 #include "model_internal.h"
 
-extern const kiln__arch kiln__arch_llama, kiln__arch_qwen2, kiln__arch_qwen3;
+extern const kiln__arch kiln__arch_llama, kiln__arch_qwen2, kiln__arch_qwen3, kiln__arch_qwen35;
 
-static const kiln__arch *const archs[] = {&kiln__arch_llama, &kiln__arch_qwen2, &kiln__arch_qwen3};
+static const kiln__arch *const archs[] = {&kiln__arch_llama, &kiln__arch_qwen2, &kiln__arch_qwen3,
+                                          &kiln__arch_qwen35};
 
 const kiln__arch *kiln__arch_find(const char *name) {
   for (size_t i = 0; i < sizeof archs / sizeof archs[0]; i++)

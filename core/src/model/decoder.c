@@ -146,7 +146,7 @@ kiln_status kiln__decoder_build(kiln_graph *g, const kiln_model *m, float eps) {
       nd->p.rms_norm.eps = eps;
     }
     const kiln_rope_params rope = {hp->rope_mode, (int32_t)hp->n_rot, (int32_t)hp->head_dim,
-                                   (int32_t)hp->n_head, hp->rope_theta};
+                                   (int32_t)hp->n_head, hp->rope_theta, {0, 0, 0, 0}};
     KILN_RETURN_IF_ERROR(kiln__graph_add_node(g, KILN_OP_ROPE, L, LNAME("rope_q"), qw, NULL, &nd, &q, 1, q));
     nd->p.rope = rope;
     KILN_RETURN_IF_ERROR(kiln__graph_add_node(g, KILN_OP_ROPE, L, LNAME("rope_k"), kvw, NULL, &nd, &k, 1, k));

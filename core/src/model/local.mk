@@ -8,4 +8,6 @@ kiln_model_sources = \
 	core/src/model/arch_llama.c \
 	core/src/model/arch_qwen2.c \
 	core/src/model/arch_qwen3.c \
+	core/src/model/arch_qwen35.c \
+	core/src/model/qwen35_hparams.c \
 	core/src/model/decoder.c

@@ -108,10 +108,37 @@ kiln_status kiln__hparams_read(const kiln_gguf *g, const kiln__arch *arch, kiln_
                            a, (double)hp->eps);
   if (hp->n_ctx_train == 0)
     return kiln_status_new(KILN_STATUS_MALFORMED, "%s.context_length is 0", a);
-  return NULL;
+  return arch->read_hparams ? arch->read_hparams(g, hp) : NULL;
 }
 
 static const char *dflt(bool d) { return d ? " (default)" : ""; }
+
+/* qwen35: the linear-attention shape, the layer pattern, the rotary
+ * sections, and the ε of every norm kind (one key in the file, each kind
+ * listed with its bits so a reader sees what every kernel bakes). */
+static void print_hybrid(const kiln_hparams *hp, FILE *out) {
+  fprintf(out, "rope_sections  = [%d, %d, %d, %d] (interleaved MRoPE, in rotated pairs)\n",
+          (int)hp->rope_sections[0], (int)hp->rope_sections[1], (int)hp->rope_sections[2],
+          (int)hp->rope_sections[3]);
+  fprintf(out, "ssm_d_conv     = %" PRIu32 " (conv width)\n", hp->ssm_d_conv);
+  fprintf(out, "ssm_n_group    = %" PRIu32 " (q/k heads)\n", hp->ssm_n_group);
+  fprintf(out, "ssm_dt_rank    = %" PRIu32 " (value heads)\n", hp->ssm_dt_rank);
+  fprintf(out, "ssm_d_state    = %" PRIu32 " (key head dim)\n", hp->ssm_d_state);
+  fprintf(out, "ssm_d_inner    = %" PRIu32 " (value head dim %" PRIu32 ")\n", hp->ssm_d_inner,
+          hp->ssm_dt_rank ? hp->ssm_d_inner / hp->ssm_dt_rank : 0);
+  if (hp->full_attn_interval)
+    fprintf(out, "full_attn_every= %" PRIu32 "%s\n", hp->full_attn_interval,
+            hp->pattern_from_array ? " (the recurrent_layers array decides)" : "");
+  fprintf(out, "layers         = %" PRIu32 " recurrent, %" PRIu32 " full attention: ", hp->n_recurrent,
+          hp->n_layer - hp->n_recurrent);
+  for (uint32_t l = 0; l < hp->n_layer; l++) fputc(hp->recurrent[l] ? 'R' : 'F', out);
+  fprintf(out, " (%s)\n", hp->pattern_from_array ? "attention.recurrent_layers" : "full_attention_interval");
+  if (hp->n_nextn) fprintf(out, "nextn_layers   = %" PRIu32 " (MTP draft blocks: accepted, not run)\n", hp->n_nextn);
+  static const char *kinds[] = {"attn_norm", "post_attention_norm", "output_norm", "attn_q_norm",
+                                "attn_k_norm", "ssm_norm (gated)", "q/k l2 (linear attn)"};
+  for (size_t i = 0; i < sizeof kinds / sizeof kinds[0]; i++)
+    fprintf(out, "eps %-21s= %.9g (f32 0x%08x)\n", kinds[i], (double)hp->eps, kiln_f32_to_bits(hp->eps));
+}
 
 void kiln_hparams_print(const kiln_hparams *hp, FILE *out) {
   fprintf(out, "arch           = %s\n", hp->arch_name);
@@ -127,9 +154,12 @@ void kiln_hparams_print(const kiln_hparams *hp, FILE *out) {
   fprintf(out, "eps            = %.9g (f32 0x%08x)\n", (double)hp->eps, kiln_f32_to_bits(hp->eps));
   fprintf(out, "rope_theta     = %.9g (f32 0x%08x)%s\n", (double)hp->rope_theta,
           kiln_f32_to_bits(hp->rope_theta), dflt(hp->theta_default));
-  fprintf(out, "rope_mode      = %s\n", hp->rope_mode == KILN_ROPE_NEOX ? "neox" : "norm");
+  fprintf(out, "rope_mode      = %s\n", hp->rope_mode == KILN_ROPE_NEOX     ? "neox"
+                                         : hp->rope_mode == KILN_ROPE_IMROPE ? "imrope (neox pairs, sectioned)"
+                                                                             : "norm");
   fprintf(out, "n_rot          = %" PRIu32 "%s\n", hp->n_rot, dflt(hp->n_rot_default));
   fprintf(out, "qkv_bias       = %s\n", hp->qkv_bias ? "yes" : "no");
   fprintf(out, "qk_norm        = %s\n", hp->qk_norm ? "yes" : "no");
   fprintf(out, "tied_output    = %s\n", hp->tied_output ? "yes (output = token_embd.weight)" : "no");
+  if (hp->hybrid) print_hybrid(hp, out);
 }

@@ -19,6 +19,10 @@ typedef struct kiln__arch {
   /* Sets what the architecture fixes rather than the file (RoPE mode,
    * biases, q/k norms) before the common keys are read. */
   void (*configure)(kiln_hparams *hp);
+  /* Reads and checks the architecture's own keys after the common ones
+   * (qwen35's ssm.*, layer pattern, rope sections); NULL when it has none.
+   * A missing required key is KILN_STATUS_NOT_FOUND naming it. */
+  kiln_status (*read_hparams)(const kiln_gguf *g, kiln_hparams *hp);
   /* Checks every weight the graph binds (shape and type), naming the first
    * wrong one; may set hp fields that come from the tensors (n_vocab,
    * tied_output). */
@@ -59,5 +63,8 @@ kiln_status kiln__weight_lookup(const kiln_gguf *g, const char *name, int n_dims
 kiln_status kiln__decoder_check_weights(const kiln_gguf *g, kiln_hparams *hp);
 bool kiln__decoder_is_bound(const kiln_hparams *hp, const char *name);
 kiln_status kiln__decoder_build(kiln_graph *g, const kiln_model *m, float eps);
+
+/* qwen35's own keys (qwen35_hparams.c), its arch's read_hparams. */
+kiln_status kiln__qwen35_read_hparams(const kiln_gguf *g, kiln_hparams *hp);
 
 #endif

@@ -4,5 +4,8 @@ kiln_tools_sources = \
 	core/src/tools/parity.c \
 	core/src/tools/golden.c \
 	core/src/tools/golden_run.c \
+	core/src/tools/synth_internal.h \
+	core/src/tools/synth_util.c \
 	core/src/tools/synth.c \
+	core/src/tools/synth_qwen35.c \
 	core/src/tools/perplexity.c
