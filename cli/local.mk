@@ -24,6 +24,7 @@ cli_kiln_SOURCES = \
 	cli/cmd_perplexity.c \
 	cli/cmd_kernels.h \
 	backends/cuda-common/kernel_templates.c \
+	backends/cuda-common/qwen35_templates.c \
 	backends/cuda-common/kernel_templates.h
 # `kiln kernels --schema` lists the CUDA templates, whose text needs no
 # CUDA toolkit, so the command has them on every build.

@@ -7,6 +7,7 @@
 
 #include "node_check.h"
 #include "op_describe.h"
+#include "qwen35_describe.h"
 
 bool kiln_cuda_weight_type_ok(kiln_type type) {
   switch (type) {
@@ -73,10 +74,14 @@ static kiln_status supports_types(const kiln_host_api *host, const kiln_node *no
     KILN_RETURN_IF_ERROR(want_f32(host, node, "src1", s[1]));
     KILN_RETURN_IF_ERROR(want_weight(host, node, "bias src2", s[2]));
     return want_f32(host, node, "dst", node->dst);
+  case KILN_OP_SLICE: case KILN_OP_SIGMOID_MUL: case KILN_OP_SSM_CONV: case KILN_OP_GDN_GATE:
+  case KILN_OP_GATED_DELTA_NET:
+    return kiln_cuda_qwen35_supports(host, node);
   case KILN_OP_ROPE:
+    if (node->p.rope.mode == KILN_ROPE_IMROPE) return kiln_cuda_qwen35_supports(host, node);
     if (node->p.rope.mode != KILN_ROPE_NORM && node->p.rope.mode != KILN_ROPE_NEOX)
       return kiln_node_error(host, KILN_STATUS_UNSUPPORTED, node,
-                             "rope mode %d is not implemented (NORM = 0 and NEOX = 2 are)",
+                             "rope mode %d is not implemented (NORM = 0, NEOX = 2 and IMROPE = 40 are)",
                              (int)node->p.rope.mode);
     KILN_RETURN_IF_ERROR(want_f32(host, node, "src0", s[0]));
     return want_f32(host, node, "dst", node->dst);

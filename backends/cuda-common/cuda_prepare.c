@@ -10,6 +10,7 @@
 #include "cuda_backend.h"
 #include "node_check.h"
 #include "op_describe.h"
+#include "qwen35_cuda.h"
 
 /* Fixed launch shapes of the kernels with a baked block size; fixed so the
  * same node always resolves the same kernel. */
@@ -140,7 +141,15 @@ kiln_status kiln_cuda_prepare(void *backend, const kiln_node *node) {
   case KILN_OP_MUL_MAT:
     st = prepare_mul_mat(be, node, batched, ns);
     break;
+  case KILN_OP_SLICE: case KILN_OP_SIGMOID_MUL: case KILN_OP_SSM_CONV: case KILN_OP_GDN_GATE:
+  case KILN_OP_GATED_DELTA_NET:
+    st = kiln_cuda_qwen35_prepare(be, node, batched, ns);
+    break;
   case KILN_OP_ROPE:
+    if (node->p.rope.mode == KILN_ROPE_IMROPE) {
+      st = kiln_cuda_qwen35_prepare(be, node, batched, ns);
+      break;
+    }
     st = kiln_cuda_rope_describe(host, be->compiler, node, ROPE_BLOCK, &d);
     if (!st) st = get_fn(be, d, node, &ns->decode.fn);
     ns->decode.block = ROPE_BLOCK;

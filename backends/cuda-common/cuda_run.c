@@ -19,6 +19,7 @@
 #include "cuda_backend.h"
 #include "node_check.h"
 #include "op_describe.h"
+#include "qwen35_cuda.h"
 
 /* Grid of a grid-stride kernel over n items. */
 static uint32_t stride_grid(long long n, uint32_t block) {
@@ -206,7 +207,12 @@ static kiln_status run_node(kiln_cuda_backend *be, const kiln_step *step, const 
   case KILN_OP_GET_ROWS: st = run_get_rows(be, node, ns, b, n, col, pos); break;
   case KILN_OP_RMS_NORM: st = run_rms_norm(be, node, ns, b, n, col); break;
   case KILN_OP_MUL_MAT: st = run_mul_mat(be, node, ns, b, n, col); break;
-  case KILN_OP_ROPE: st = run_rope(be, node, ns, b, n, col, pos); break;
+  case KILN_OP_ROPE:
+    st = node->p.rope.mode == KILN_ROPE_IMROPE ? kiln_cuda_qwen35_run(be, node, ns, b, n, col, pos)
+                                                : run_rope(be, node, ns, b, n, col, pos);
+    break;
+  case KILN_OP_SLICE: case KILN_OP_SIGMOID_MUL: case KILN_OP_SSM_CONV: case KILN_OP_GDN_GATE:
+  case KILN_OP_GATED_DELTA_NET: st = kiln_cuda_qwen35_run(be, node, ns, b, n, col, pos); break;
   case KILN_OP_STORE_KV: st = run_store_kv(be, node, b, n, col, pos); break;
   case KILN_OP_ATTENTION: st = run_attention(be, node, ns, b, n, col, pos); break;
   case KILN_OP_SWIGLU:

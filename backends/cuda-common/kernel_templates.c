@@ -298,6 +298,9 @@ const kiln_ktemplate *const kiln_cuda_templates[] = {
     &rmsnorm_row_vec, &rmsnorm_rows, &rmsnorm_row_cc12, &matvec,   &dequant_rows,
     &bias_add,        &get_rows,     &rope,             &attention, &swiglu,
     &add,
+    /* qwen35 */
+    &kiln_cuda_t_slice, &kiln_cuda_t_sigmoid_mul, &kiln_cuda_t_ssm_conv, &kiln_cuda_t_gdn_gate,
+    &kiln_cuda_t_gdn_recurrent, &kiln_cuda_t_gdn_chunked, &kiln_cuda_t_rope_imrope,
 };
 const unsigned kiln_cuda_n_templates = sizeof kiln_cuda_templates / sizeof kiln_cuda_templates[0];
 

@@ -17,6 +17,18 @@
 #define KILN_CUDA_T_ATTENTION "attention"
 #define KILN_CUDA_T_SWIGLU "swiglu"
 #define KILN_CUDA_T_ADD "add"
+/* qwen35 (qwen35_templates.c) */
+#define KILN_CUDA_T_SLICE "slice"
+#define KILN_CUDA_T_SIGMOID_MUL "sigmoid_mul"
+#define KILN_CUDA_T_SSM_CONV "ssm_conv"
+#define KILN_CUDA_T_GDN_GATE "gdn_gate"
+#define KILN_CUDA_T_GDN_RECURRENT "gdn_recurrent"
+#define KILN_CUDA_T_GDN_CHUNKED "gdn_chunked"
+#define KILN_CUDA_T_ROPE_IMROPE "rope_imrope"
+
+/* qwen35's templates (qwen35_templates.c), part of the list below. */
+extern const kiln_ktemplate kiln_cuda_t_slice, kiln_cuda_t_sigmoid_mul, kiln_cuda_t_ssm_conv,
+    kiln_cuda_t_gdn_gate, kiln_cuda_t_gdn_recurrent, kiln_cuda_t_gdn_chunked, kiln_cuda_t_rope_imrope;
 
 /* Every template cuda-common defines. */
 extern const kiln_ktemplate *const kiln_cuda_templates[];

@@ -23,7 +23,15 @@ kiln_cuda_template_files = \
 	backends/cuda-common/kernels/rope.cu.tmpl \
 	backends/cuda-common/kernels/attention.cu.tmpl \
 	backends/cuda-common/kernels/swiglu.cu.tmpl \
-	backends/cuda-common/kernels/add.cu.tmpl
+	backends/cuda-common/kernels/add.cu.tmpl \
+	backends/cuda-common/kernels/slice.cu.tmpl \
+	backends/cuda-common/kernels/sigmoid_mul.cu.tmpl \
+	backends/cuda-common/kernels/ssm_conv.cu.tmpl \
+	backends/cuda-common/kernels/gdn_gate.cu.tmpl \
+	backends/cuda-common/kernels/gdn_common.cuh.tmpl \
+	backends/cuda-common/kernels/gdn_recurrent.cu.tmpl \
+	backends/cuda-common/kernels/gdn_chunked.cu.tmpl \
+	backends/cuda-common/kernels/rope_imrope.cu.tmpl
 kiln_cuda_template_incs = $(kiln_cuda_template_files:.tmpl=.inc)
 EXTRA_DIST += $(kiln_cuda_template_files)
 CLEANFILES += $(kiln_cuda_template_incs)
@@ -39,6 +47,12 @@ noinst_LTLIBRARIES += backends/cuda-common/libkilncudacommon.la
 backends_cuda_common_libkilncudacommon_la_SOURCES = \
 	backends/cuda-common/kernel_templates.c \
 	backends/cuda-common/kernel_templates.h \
+	backends/cuda-common/qwen35_templates.c \
+	backends/cuda-common/qwen35_describe.h \
+	backends/cuda-common/qwen35_describe.c \
+	backends/cuda-common/qwen35_check.c \
+	backends/cuda-common/qwen35_cuda.h \
+	backends/cuda-common/qwen35_cuda.c \
 	backends/cuda-common/nvrtc_compile.c \
 	backends/cuda-common/nvrtc_compile.h \
 	backends/cuda-common/rmsnorm_describe.c \

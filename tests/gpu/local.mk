@@ -7,7 +7,8 @@ check_LTLIBRARIES += tests/gpu/libkilngputest.la
 tests_gpu_libkilngputest_la_SOURCES = tests/gpu/gpu_common.c tests/gpu/gpu_common.h
 tests_gpu_libkilngputest_la_CFLAGS = $(TEST_CFLAGS)
 
-kiln_gpu_tests = tests/gpu/test_gpu_ops tests/gpu/test_gpu_rmsnorm tests/gpu/test_gpu_golden
+kiln_gpu_tests = tests/gpu/test_gpu_ops tests/gpu/test_gpu_rmsnorm tests/gpu/test_gpu_golden \
+	tests/gpu/test_gpu_qwen35
 check_PROGRAMS += $(kiln_gpu_tests)
 TESTS += $(kiln_gpu_tests)
 kiln_gpu_test_libs = tests/gpu/libkilngputest.la $(TEST_LIBS)
@@ -23,6 +24,10 @@ tests_gpu_test_gpu_rmsnorm_LDADD = $(kiln_gpu_test_libs)
 tests_gpu_test_gpu_golden_SOURCES = tests/gpu/test_gpu_golden.c
 tests_gpu_test_gpu_golden_CFLAGS = $(TEST_CFLAGS)
 tests_gpu_test_gpu_golden_LDADD = $(kiln_gpu_test_libs)
+
+tests_gpu_test_gpu_qwen35_SOURCES = tests/gpu/test_gpu_qwen35.c tests/qwen35_fixture.c tests/qwen35_fixture.h
+tests_gpu_test_gpu_qwen35_CFLAGS = $(TEST_CFLAGS)
+tests_gpu_test_gpu_qwen35_LDADD = $(kiln_gpu_test_libs)
 
 # CI-side checks of the CUDA code that need no device: the plugins load
 # and report themselves (libkiln only, through the loader), and every
@@ -42,6 +47,16 @@ tests_unit_test_cuda_templates_CPPFLAGS = $(AM_CPPFLAGS) $(CUDA_CPPFLAGS) \
 	-I$(top_srcdir)/backends/cuda-common
 tests_unit_test_cuda_templates_CFLAGS = $(TEST_CFLAGS) -I$(top_srcdir)/core/src
 tests_unit_test_cuda_templates_LDADD = backends/cuda-common/libkilncudacommon.la $(TEST_LIBS) \
+	$(NVRTC_LIBS)
+
+check_PROGRAMS += tests/unit/test_cuda_qwen35
+TESTS += tests/unit/test_cuda_qwen35
+tests_unit_test_cuda_qwen35_SOURCES = tests/unit/test_cuda_qwen35.c \
+	tests/unit/kcache_testhost.c tests/unit/kcache_testhost.h
+tests_unit_test_cuda_qwen35_CPPFLAGS = $(AM_CPPFLAGS) $(CUDA_CPPFLAGS) \
+	-I$(top_srcdir)/backends/cuda-common -I$(top_srcdir)/backends/common
+tests_unit_test_cuda_qwen35_CFLAGS = $(TEST_CFLAGS) -I$(top_srcdir)/core/src
+tests_unit_test_cuda_qwen35_LDADD = backends/cuda-common/libkilncudacommon.la $(TEST_LIBS) \
 	$(NVRTC_LIBS)
 endif
 

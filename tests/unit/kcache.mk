@@ -60,4 +60,43 @@ tests_unit_test_kcache_guard_drop_CPPFLAGS = $(kcache_cuda_cppflags) \
 tests_unit_test_kcache_guard_drop_CFLAGS = $(kcache_test_cflags) $(XXHASH_CFLAGS)
 tests_unit_test_kcache_guard_drop_LDADD = backends/cuda-common/libkilncudacommon.la \
 	tests/libkilntest.la $(CMOCKA_LIBS) $(XXHASH_LIBS) $(NVRTC_LIBS) -lm
+
+# The same for each other kind of value a kernel bakes that a defect could
+# leave out of a key: qwen35's L2-norm ε, RoPE θ (rope, rope_imrope), a
+# rotary section, a delta-rule head dim, the conv width, the chunk size.
+# Each checks only the templates declaring its parameter (test_kcache_guard.c).
+kcache_guard_drop_sources = tests/unit/test_kcache_guard.c $(kcache_testhost) core/src/base/status.c \
+	$(kiln_kcache_sources)
+kcache_guard_drop_libs = $(tests_unit_test_kcache_guard_drop_LDADD)
+kcache_guard_drop_cflags = $(kcache_test_cflags) $(XXHASH_CFLAGS)
+kcache_guard_drop_more = tests/unit/test_kcache_guard_drop_l2_eps tests/unit/test_kcache_guard_drop_theta \
+	tests/unit/test_kcache_guard_drop_sect_h tests/unit/test_kcache_guard_drop_head_k_dim \
+	tests/unit/test_kcache_guard_drop_d_conv tests/unit/test_kcache_guard_drop_chunk
+check_PROGRAMS += $(kcache_guard_drop_more)
+TESTS += $(kcache_guard_drop_more)
+XFAIL_TESTS += $(kcache_guard_drop_more)
+tests_unit_test_kcache_guard_drop_l2_eps_SOURCES = $(kcache_guard_drop_sources)
+tests_unit_test_kcache_guard_drop_l2_eps_CPPFLAGS = $(kcache_cuda_cppflags) -DKILN_KCACHE_TEST_DROP_PARAM='"l2_eps"'
+tests_unit_test_kcache_guard_drop_l2_eps_CFLAGS = $(kcache_guard_drop_cflags)
+tests_unit_test_kcache_guard_drop_l2_eps_LDADD = $(kcache_guard_drop_libs)
+tests_unit_test_kcache_guard_drop_theta_SOURCES = $(kcache_guard_drop_sources)
+tests_unit_test_kcache_guard_drop_theta_CPPFLAGS = $(kcache_cuda_cppflags) -DKILN_KCACHE_TEST_DROP_PARAM='"theta"'
+tests_unit_test_kcache_guard_drop_theta_CFLAGS = $(kcache_guard_drop_cflags)
+tests_unit_test_kcache_guard_drop_theta_LDADD = $(kcache_guard_drop_libs)
+tests_unit_test_kcache_guard_drop_sect_h_SOURCES = $(kcache_guard_drop_sources)
+tests_unit_test_kcache_guard_drop_sect_h_CPPFLAGS = $(kcache_cuda_cppflags) -DKILN_KCACHE_TEST_DROP_PARAM='"sect_h"'
+tests_unit_test_kcache_guard_drop_sect_h_CFLAGS = $(kcache_guard_drop_cflags)
+tests_unit_test_kcache_guard_drop_sect_h_LDADD = $(kcache_guard_drop_libs)
+tests_unit_test_kcache_guard_drop_head_k_dim_SOURCES = $(kcache_guard_drop_sources)
+tests_unit_test_kcache_guard_drop_head_k_dim_CPPFLAGS = $(kcache_cuda_cppflags) -DKILN_KCACHE_TEST_DROP_PARAM='"head_k_dim"'
+tests_unit_test_kcache_guard_drop_head_k_dim_CFLAGS = $(kcache_guard_drop_cflags)
+tests_unit_test_kcache_guard_drop_head_k_dim_LDADD = $(kcache_guard_drop_libs)
+tests_unit_test_kcache_guard_drop_d_conv_SOURCES = $(kcache_guard_drop_sources)
+tests_unit_test_kcache_guard_drop_d_conv_CPPFLAGS = $(kcache_cuda_cppflags) -DKILN_KCACHE_TEST_DROP_PARAM='"d_conv"'
+tests_unit_test_kcache_guard_drop_d_conv_CFLAGS = $(kcache_guard_drop_cflags)
+tests_unit_test_kcache_guard_drop_d_conv_LDADD = $(kcache_guard_drop_libs)
+tests_unit_test_kcache_guard_drop_chunk_SOURCES = $(kcache_guard_drop_sources)
+tests_unit_test_kcache_guard_drop_chunk_CPPFLAGS = $(kcache_cuda_cppflags) -DKILN_KCACHE_TEST_DROP_PARAM='"chunk"'
+tests_unit_test_kcache_guard_drop_chunk_CFLAGS = $(kcache_guard_drop_cflags)
+tests_unit_test_kcache_guard_drop_chunk_LDADD = $(kcache_guard_drop_libs)
 endif
