@@ -19,5 +19,5 @@ src=$(echo "$tmp"/llama_cpp_python-*/vendor/llama.cpp)
    --exclude=ggml/src/ggml-et \
    CMakeLists.txt cmake common ggml gguf-py include src tools vendor app licenses LICENSE) > .peer/llama-src.tgz
 echo "llama-cpp-python $ver" > .peer/VERSION
-cp "$here/on-device-peer.sh" "$here/synth_big.py" .peer/
+cp "$here/on-device-peer.sh" "$here/on-device-peer-qwen35.sh" "$here/synth_big.py" .peer/
 rm -rf "$tmp"; du -sh .peer; ls .peer
