@@ -28,6 +28,7 @@ tests_gpu_test_gpu_golden_LDADD = $(kiln_gpu_test_libs)
 tests_gpu_test_gpu_qwen35_SOURCES = tests/gpu/test_gpu_qwen35.c tests/qwen35_fixture.c tests/qwen35_fixture.h
 tests_gpu_test_gpu_qwen35_CFLAGS = $(TEST_CFLAGS)
 tests_gpu_test_gpu_qwen35_LDADD = $(kiln_gpu_test_libs)
+$(tests_gpu_test_gpu_qwen35_OBJECTS): cli/kiln$(EXEEXT)
 
 # CI-side checks of the CUDA code that need no device: the plugins load
 # and report themselves (libkiln only, through the loader), and every

@@ -47,6 +47,7 @@ tests_integration_test_golden_qwen35_SOURCES = tests/integration/test_golden_qwe
 	tests/qwen35_fixture.c tests/qwen35_fixture.h
 tests_integration_test_golden_qwen35_CFLAGS = $(TEST_CFLAGS)
 tests_integration_test_golden_qwen35_LDADD = $(TEST_LIBS)
+$(tests_integration_test_golden_qwen35_OBJECTS): cli/kiln$(EXEEXT)
 tests_integration_test_parity_qwen35_SOURCES = tests/integration/test_parity_qwen35.c
 tests_integration_test_parity_qwen35_CFLAGS = $(TEST_CFLAGS)
 tests_integration_test_parity_qwen35_LDADD = $(TEST_LIBS)

@@ -37,7 +37,7 @@ if [[ $steps == *qa* ]]; then
   for batch in 1 64; do
     for b in cpu $backends; do
       printf '[backend]\nbatch = %d\n[cuda-cc120]\nallow_lower_cc = true\n' $batch > "$out/q35-qa.ini"
-      $K qa -m /tmp/q35-tiny.gguf --golden tests/golden/qwen35-tiny.golden -b $b -c "$out/q35-qa.ini" \
+      $K qa -m /tmp/q35-tiny.gguf --golden tests/golden/qwen35-tiny.golden -B $b --config "$out/q35-qa.ini" \
         --fallback error > "$out/q35-qa-$b-$batch.txt" 2>&1
       expect "qa $b batch $batch" $? 0
       echo "$b batch $batch: $(grep '^golden' "$out/q35-qa-$b-$batch.txt")"
@@ -57,7 +57,7 @@ if [[ ($steps == *parity* || $steps == *eps*) && ! -f $big ]]; then
 fi
 cc120=$out/cc120.ini
 printf '[cuda-cc120]\nallow_lower_cc = true\n' > "$cc120"
-cfg() { [ "$1" = cuda-cc120 ] && echo "-c $cc120"; }
+cfg() { [ "$1" = cuda-cc120 ] && echo "--config $cc120"; }
 # special-token positions of the prompt: <|im_start|> = 151644, <|im_end|> = 151645
 special='$4 == 151644 || $4 == 151645'
 if [[ $steps == *parity* ]]; then

@@ -45,9 +45,9 @@ if [[ $steps == *bench* ]]; then
     tee "$out/llama-bench-qwen35.txt" | grep -E '^\|'
   PEER_BACKENDS=${PEER_BACKENDS:-cuda-batched cuda-serial cuda-cc120}
   for b in $PEER_BACKENDS; do
-    c=""; [ "$b" = cuda-cc120 ] && c="-c /tmp/peer-cc120.ini"
-    echo "-- kiln $b"; timeout 300 $K bench -m $M -b "$b" $c -p 512 -n 128 -r 3 --batch 512 ${KILN_BENCH_ARGS:-} 2>&1 |
-      tee "$out/kiln-bench-qwen35-$b.txt" | grep -E 'prefill|decode|error'
+    c=""; [ "$b" = cuda-cc120 ] && c="--config /tmp/peer-cc120.ini"
+    echo "-- kiln $b"; timeout 300 $K bench -m $M -B "$b" $c -p 512 -n 128 -r 3 -b 512 ${KILN_BENCH_ARGS:-} 2>&1 |
+      tee "$out/kiln-bench-qwen35-$b.txt" | grep -E '^\| |error'
   done
-  echo "(ratios: divide kiln's tok/s by llama-bench's pp512 and tg128 rows, same run, same file)"
+  echo "(ratios: divide kiln's t/s by llama-bench's pp512 and tg128 rows, same run, same file)"
 fi
