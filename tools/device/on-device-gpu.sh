@@ -31,7 +31,7 @@ make -j"$(nproc)" > "$out/make.log" 2>&1 || { grep -E 'error|Error' "$out/make.l
 echo "== built in $(( $(date +%s) - t0 )) s; warnings: $(grep -c 'warning:' "$out/make.log")"
 gpu_tests="tests/gpu/test_gpu_ops tests/gpu/test_gpu_rmsnorm tests/gpu/test_gpu_golden \
 tests/unit/test_cuda_plugins tests/unit/test_cuda_templates tests/unit/test_kcache_guard \
-tests/unit/test_kcache_guard_drop tests/unit/test_kcache_seed"
+tests/unit/test_kcache_guard_drop tests/unit/test_kcache_seed tests/gpu/test_gpu_qwen35 tests/unit/test_cuda_qwen35"
 if [ "${FULL:-0}" = 1 ]; then
   timeout "${CHECK_TIMEOUT:-480}" make -j"$(nproc)" check > "$out/check.log" 2>&1; rc=$?
 else
