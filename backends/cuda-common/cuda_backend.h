@@ -132,11 +132,17 @@ typedef struct kiln_cuda_node_state {
   uint32_t prof_kind[2];  /* profile kinds: [0] steps of one token, [1] of several */
 } kiln_cuda_node_state;
 
-/* A device buffer for one tensor. */
+/* A device buffer for one tensor. The padding contract: none. The
+ * allocation is the tensor's nbytes exactly (1 byte for an empty tensor),
+ * from cuMemAlloc's 256-byte aligned base, and every kernel reads only
+ * inside the bytes its tensors define; a kernel that needed readable bytes
+ * past a tensor would have to ask for them by name here and have its
+ * describe function check them. tools/device/sanitize.sh proves it: under
+ * compute-sanitizer a read one byte past a tensor is a memcheck error. */
 typedef struct kiln_cuda_buffer {
   CUdeviceptr ptr;
   uint64_t nbytes; /* the tensor's */
-  uint64_t alloc;  /* allocated: nbytes rounded up to 256 */
+  uint64_t alloc;  /* allocated: nbytes (1 when nbytes is 0) */
   kiln_tensor_role role;
   int32_t *host_ids; /* INPUT I32 tensors: what was uploaded, to check ids on the host */
 } kiln_cuda_buffer;

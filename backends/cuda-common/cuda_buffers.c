@@ -1,5 +1,6 @@
-/* Device memory of the CUDA backends: one cuMemAlloc per tensor (weights
- * keep their GGUF bytes, quantized stays quantized), synchronous copies on
+/* Device memory of the CUDA backends: one cuMemAlloc per tensor of exactly
+ * its bytes (weights keep their GGUF bytes, quantized stays quantized; no
+ * padding, so no kernel can lean on any), synchronous copies on
  * the backend's stream (large downloads through a pinned staging buffer),
  * and the optional poison fill (a test's way to prove that no kernel reads
  * memory it did not write). */
@@ -37,8 +38,10 @@ kiln_status kiln_cuda_buffer_alloc(void *backend, const kiln_tensor *t, void **o
   if (!b) return host->status_new(KILN_STATUS_NO_MEMORY, "%s: buffer of '%.*s'", be->fl->name,
                                   KILN_NAME_MAX, t->name);
   b->nbytes = t->nbytes;
-  b->alloc = (t->nbytes + 255u) & ~(uint64_t)255u;
-  if (b->alloc == 0) b->alloc = 256;
+  /* Exactly the tensor's bytes: no kernel may read past them, and
+   * compute-sanitizer's memcheck can only catch one that does when the
+   * allocation ends where the tensor ends (cuda_backend.h). */
+  b->alloc = t->nbytes ? t->nbytes : 1;
   b->role = t->role;
   if (t->role == KILN_ROLE_INPUT && t->type == KILN_TYPE_I32) {
     b->host_ids = calloc(1, (size_t)b->alloc);

@@ -19,8 +19,8 @@
    .default_value = "-1",                                                     \
    .min = -1,                                                                 \
    .max = 255,                                                                \
-   .help = "testing: fill every new device buffer (padding included) and "    \
-           "scratch tile with this byte before use; -1 = off"}
+   .help = "testing: fill every new device buffer and scratch tile with "    \
+           "this byte before use; -1 = off"}
 
 #define KILN_CUDA_KEY_PROFILE                                                 \
   {.name = "profile",                                                         \

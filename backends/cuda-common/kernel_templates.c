@@ -100,7 +100,8 @@ static const kiln_kparam_decl matvec_params[] = {
     {"bias", KILN_KPARAM_STR, KILN_KPARAM_BAKED,
      "the bias added to each row's sum: none, or its type F32|F16|BF16"},
     {"w", KILN_KPARAM_PTR, KILN_KPARAM_RUNTIME,
-     "the weight buffer's base (256-byte aligned): rows of k values of w_type"},
+     "the weight buffer's base (256-byte aligned, no padding): n_rows rows of k values of "
+     "w_type"},
     {"x", KILN_KPARAM_PTR, KILN_KPARAM_RUNTIME, "input columns, f32 [k, n_cols]"},
     {"b", KILN_KPARAM_PTR, KILN_KPARAM_RUNTIME, "the bias, n_rows values (NULL: none)"},
     {"y", KILN_KPARAM_PTR, KILN_KPARAM_RUNTIME, "output columns, f32 [n_rows, n_cols]"},
@@ -110,7 +111,7 @@ static const kiln_kparam_decl matvec_params[] = {
 
 static const kiln_ktemplate matvec = {
     .name = KILN_CUDA_T_MATVEC,
-    .version = 3,
+    .version = 4,
     .entry = "kiln_matvec",
     .source = matvec_source,
     .params = matvec_params,

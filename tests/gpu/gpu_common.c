@@ -13,6 +13,8 @@
 #include <cmocka.h>
 
 #include "gpu_common.h"
+#include "kiln/dequant.h"
+#include "kiln/half.h"
 #include "testutil.h"
 
 const char *const kg_backends[KG_N_BACKENDS] = {"cuda-serial", "cuda-batched", "cuda-cc120"};
@@ -167,6 +169,21 @@ kiln_backend *kg_backend_open(kiln_runtime *rt, const char *name) {
   return b;
 }
 
+void kg_written_bytes(const kg_op *op, int32_t n_tokens, int32_t pos0, uint64_t *out_offset,
+                      uint64_t *out_bytes) {
+  const kiln_tensor *t = op->node.dst;
+  *out_offset = 0;
+  *out_bytes = t->nbytes;
+  if (op->data[t->id] || t->ne[1] < 1) return; /* all of it: the caller gave its contents */
+  const uint64_t col = t->nbytes / (uint64_t)t->ne[1];
+  const int64_t col0 = op->node.op == KILN_OP_STORE_KV ? pos0 : 0;
+  int64_t cols = n_tokens;
+  if (col0 + cols > t->ne[1]) cols = t->ne[1] - col0;
+  if (col0 < 0 || cols < 0) return;
+  *out_offset = col * (uint64_t)col0;
+  *out_bytes = col * (uint64_t)cols;
+}
+
 kiln_status kg_run_op(kiln_backend *b, kg_op *op, int32_t n_tokens, int32_t pos0, void *out_dst) {
   const kiln_backend_ops *o = b->ops;
   void *bufs[KG_MAX_TENSORS] = {NULL};
@@ -184,7 +201,13 @@ kiln_status kg_run_op(kiln_backend *b, kg_op *op, int32_t n_tokens, int32_t pos0
   if (!st) st = o->sync(b->ctx);
   if (!st) {
     int d = op->node.dst->id;
-    st = o->buffer_download(b->ctx, bufs[d], 0, out_dst, op->t[d].nbytes);
+    uint64_t off = 0, n = op->t[d].nbytes;
+    kg_written_bytes(op, n_tokens, pos0, &off, &n);
+    /* Bytes the step does not write are the caller's 0xEE, not device
+     * memory nothing wrote (compute-sanitizer's initcheck flags such a
+     * download). */
+    memset(out_dst, 0xEE, (size_t)op->t[d].nbytes);
+    st = o->buffer_download(b->ctx, bufs[d], off, (char *)out_dst + off, n);
   }
   for (int i = 0; i < op->n_tensors; i++)
     if (bufs[i]) o->buffer_free(b->ctx, bufs[i]);
@@ -224,4 +247,52 @@ const kiln_tensor *kg_graph_tensor(kiln_session *s, const char *name) {
     if (strcmp(kiln_graph_tensor(g, i)->name, name) == 0) return kiln_graph_tensor(g, i);
   fail_msg("no tensor %s in the graph", name);
   return NULL;
+}
+
+static void put16(uint8_t *p, uint16_t v) {
+  p[0] = (uint8_t)(v & 0xff);
+  p[1] = (uint8_t)(v >> 8);
+}
+
+static uint16_t f16(double v) { return kiln_f32_to_f16((float)v); }
+
+uint8_t *kg_pack_weight(kiln_type type, int64_t K, int64_t rows, uint64_t pad, int pad_byte,
+                        kg_rng *r) {
+  const int64_t rb = kiln_type_row_bytes(type, K);
+  uint8_t *w = kg_alloc((size_t)(rb * rows) + pad);
+  memset(w + rb * rows, pad_byte, pad);
+  const int64_t bs = kiln_type_block_size(type), bb = kiln_type_block_bytes(type);
+  for (int64_t row = 0; row < rows; row++)
+    for (int64_t b = 0; b < K / bs; b++) {
+      uint8_t *p = w + row * rb + b * bb;
+      for (int64_t i = 0; i < bb; i++) p[i] = (uint8_t)kg_u32(r);
+      switch (type) {
+      case KILN_TYPE_F32: {
+        float v = (float)kg_uniform(r, -1, 1);
+        memcpy(p, &v, 4);
+        break;
+      }
+      case KILN_TYPE_F16: put16(p, f16(kg_uniform(r, -1, 1))); break;
+      case KILN_TYPE_BF16: put16(p, kiln_f32_to_bf16((float)kg_uniform(r, -1, 1))); break;
+      case KILN_TYPE_Q4_0:
+      case KILN_TYPE_Q5_0: put16(p, f16(kg_uniform(r, 0.01, 0.2))); break;
+      case KILN_TYPE_Q8_0: put16(p, f16(kg_uniform(r, -0.01, 0.01))); break;
+      case KILN_TYPE_Q4_K:
+        put16(p, f16(kg_uniform(r, 0.001, 0.01)));     /* d */
+        put16(p + 2, f16(kg_uniform(r, 0.001, 0.02))); /* dmin */
+        break;                                          /* 12 scale bytes, 128 quant bytes: random */
+      case KILN_TYPE_Q6_K:
+        for (int i = 0; i < 16; i++) p[192 + i] = (uint8_t)(int8_t)(kg_u32(r) % 127 - 63);
+        put16(p + 208, f16(kg_uniform(r, 0.0005, 0.004)));
+        break;
+      default: fail_msg("no packer for %s", kiln_type_name(type));
+      }
+    }
+  return w;
+}
+
+float *kg_dequant(kiln_type type, const uint8_t *w, int64_t K, int64_t rows) {
+  float *v = kg_alloc((size_t)(K * rows) * sizeof(float));
+  KT_ASSERT_OK(kiln_dequantize(type, w, v, K * rows));
+  return v;
 }

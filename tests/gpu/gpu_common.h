@@ -78,10 +78,20 @@ kiln_tensor kg_tensor(int32_t id, kiln_type type, kiln_tensor_role role, int64_t
 /* Opens backend `name` from rt (its section must be declared). */
 kiln_backend *kg_backend_open(kiln_runtime *rt, const char *name);
 
-/* Allocates buffers for every tensor, uploads every data[], prepares the
- * node, runs one step of n_tokens at pos0, syncs, downloads the whole dst
- * (its nbytes) into out_dst, frees the buffers. Returns the first error
- * (prepare's or run's), annotated with the backend. */
+/* The bytes of op's dst a step of n_tokens at pos0 writes: all of them
+ * when the caller gave dst's initial contents (data[dst]), so a test can
+ * check what the step left alone; otherwise only the step's columns
+ * (pos0 .. pos0+n_tokens-1 of a STORE_KV cache, 0 .. n_tokens-1 of
+ * anything else), since the rest of the buffer was never written. */
+void kg_written_bytes(const kg_op *op, int32_t n_tokens, int32_t pos0, uint64_t *out_offset,
+                      uint64_t *out_bytes);
+
+/* Allocates buffers for every tensor (each exactly its nbytes), uploads
+ * every data[], prepares the node, runs one step of n_tokens at pos0,
+ * syncs, and downloads into out_dst (nbytes of dst) the bytes
+ * kg_written_bytes names, filling the rest with 0xEE; frees the buffers.
+ * Returns the first error (prepare's or run's), annotated with the
+ * backend. */
 kiln_status kg_run_op(kiln_backend *b, kg_op *op, int32_t n_tokens, int32_t pos0, void *out_dst);
 
 /* ---- data ---- */
@@ -96,6 +106,16 @@ void kg_fill(kg_rng *r, float *x, int64_t n, double lo, double hi);
 
 /* malloc or fail the test. */
 void *kg_alloc(size_t n);
+
+/* rows x K values of `type` (K a whole number of its blocks), packed field
+ * by field from the layouts in kiln/types.h: every scale a finite f16 of a
+ * sane size, every quant random (all bit patterns of the quant fields are
+ * valid), followed by `pad` bytes of pad_byte. The caller frees it. */
+uint8_t *kg_pack_weight(kiln_type type, int64_t K, int64_t rows, uint64_t pad, int pad_byte,
+                        kg_rng *r);
+
+/* K * rows values of w as f32 (kiln_dequantize); the caller frees them. */
+float *kg_dequant(kiln_type type, const uint8_t *w, int64_t K, int64_t rows);
 
 /* Finds tensor `name` in a session's graph, or fails the test. */
 const kiln_tensor *kg_graph_tensor(kiln_session *s, const char *name);

@@ -8,7 +8,7 @@ tests_gpu_libkilngputest_la_SOURCES = tests/gpu/gpu_common.c tests/gpu/gpu_commo
 tests_gpu_libkilngputest_la_CFLAGS = $(TEST_CFLAGS)
 
 kiln_gpu_tests = tests/gpu/test_gpu_ops tests/gpu/test_gpu_rmsnorm tests/gpu/test_gpu_golden \
-	tests/gpu/test_gpu_qwen35
+	tests/gpu/test_gpu_qwen35 tests/gpu/test_gpu_bounds
 check_PROGRAMS += $(kiln_gpu_tests)
 TESTS += $(kiln_gpu_tests)
 kiln_gpu_test_libs = tests/gpu/libkilngputest.la $(TEST_LIBS)
@@ -29,6 +29,10 @@ tests_gpu_test_gpu_qwen35_SOURCES = tests/gpu/test_gpu_qwen35.c tests/qwen35_fix
 tests_gpu_test_gpu_qwen35_CFLAGS = $(TEST_CFLAGS)
 tests_gpu_test_gpu_qwen35_LDADD = $(kiln_gpu_test_libs)
 $(tests_gpu_test_gpu_qwen35_OBJECTS): cli/kiln$(EXEEXT)
+
+tests_gpu_test_gpu_bounds_SOURCES = tests/gpu/test_gpu_bounds.c
+tests_gpu_test_gpu_bounds_CFLAGS = $(TEST_CFLAGS)
+tests_gpu_test_gpu_bounds_LDADD = $(kiln_gpu_test_libs)
 
 # CI-side checks of the CUDA code that need no device: the plugins load
 # and report themselves (libkiln only, through the loader), and every
@@ -62,4 +66,4 @@ tests_unit_test_cuda_qwen35_LDADD = backends/cuda-common/libkilncudacommon.la $(
 endif
 
 # Building and running these on the GPU machine in one call.
-EXTRA_DIST += tools/device/prepare-gpu.sh tools/device/on-device-gpu.sh
+EXTRA_DIST += tools/device/prepare-gpu.sh tools/device/on-device-gpu.sh tools/device/sanitize.sh

@@ -39,11 +39,21 @@ typedef struct fixture {
   uint32_t n_vocab;
 } fixture;
 
+static int teardown(void **state);
+
 static int setup(void **state) {
+  *state = NULL;
+  const char *srcdir = getenv("KILN_SRCDIR");
+  if (!srcdir || !*srcdir) {
+    fprintf(stderr, "setup: KILN_SRCDIR is not set (run the suite through `make check`, or set "
+                    "it to the source tree)\n");
+    return -1;
+  }
   fixture *f = calloc(1, sizeof *f);
+  if (!f) return -1;
   char *path = kt_model_path("stories260K.gguf");
   char golden[4096];
-  snprintf(golden, sizeof golden, "%s/tests/golden/stories260K.golden", getenv("KILN_SRCDIR"));
+  snprintf(golden, sizeof golden, "%s/tests/golden/stories260K.golden", srcdir);
   kiln_config_override fb[] = {{"backend", "fallback", "error", "test"}};
   f->rt = kg_runtime(fb, 1);
   kiln_status st = kiln_model_open(path, &f->m);
@@ -52,6 +62,8 @@ static int setup(void **state) {
   if (st) {
     fprintf(stderr, "setup: %s\n", kiln_status_message(st));
     kiln_status_free(st);
+    *state = f;
+    teardown(state);
     return -1;
   }
   f->n_vocab = kiln_model_hparams(f->m)->n_vocab;
@@ -59,8 +71,11 @@ static int setup(void **state) {
   return 0;
 }
 
+/* Also after a failed setup (cmocka runs it either way): frees what there is. */
 static int teardown(void **state) {
   fixture *f = *state;
+  *state = NULL;
+  if (!f) return 0;
   kiln_golden_free(f->g);
   kiln_model_free(f->m);
   kiln_runtime_free(f->rt);

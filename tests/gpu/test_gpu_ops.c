@@ -3,11 +3,13 @@
  *   - quantized matvec for Q4_K, Q6_K and Q8_0 with K = 768, 1280, 2816 and
  *     2176 (not a multiple of any tile; not a whole number of K-quant
  *     blocks, so Q4_K/Q6_K must be refused there, and 2304 = 9 x 256 is
- *     run instead), hand-packed blocks, with device buffers, allocation
- *     padding, tensor padding, unused columns and the GEMM scratch tile
+ *     run instead), hand-packed blocks, with device buffers, tensor
+ *     padding, unused columns and the GEMM scratch tile
  *     poisoned with 0xFF bytes, then with 0x5A: results finite, NMSE <=
  *     1e-6 against f64, bit-identical across poisons, unused output columns
  *     untouched; one token (matvec) and three (cuda-batched's GEMM);
+ *     (test_gpu_bounds has the weights that end exactly where their
+ *     allocation ends);
  *   - MUL_MAT for every weight type, with and without bias, T = 1 and 5;
  *   - attention whose raw q.k reaches 115200 (finite, equal to cpu's),
  *     and random GQA attention at several head sizes;
@@ -38,59 +40,6 @@ static const kiln_type all_types[] = {KILN_TYPE_F32,  KILN_TYPE_F16,  KILN_TYPE_
                                       KILN_TYPE_Q4_0, KILN_TYPE_Q5_0, KILN_TYPE_Q8_0,
                                       KILN_TYPE_Q4_K, KILN_TYPE_Q6_K};
 #define N_TYPES (sizeof all_types / sizeof all_types[0])
-
-/* ---- hand-packed weights --------------------------------------------------- */
-
-static void put16(uint8_t *p, uint16_t v) {
-  p[0] = (uint8_t)(v & 0xff);
-  p[1] = (uint8_t)(v >> 8);
-}
-
-static uint16_t f16(double v) { return kiln_f32_to_f16((float)v); }
-
-/* rows x K values of `type`, packed field by field from the layouts in
- * kiln/types.h: every scale a finite f16 of a sane size, every quant
- * random (all bit patterns of the quant fields are valid). */
-static uint8_t *pack_weight(kiln_type type, int64_t K, int64_t rows, uint64_t pad, int pad_byte,
-                            kg_rng *r) {
-  const int64_t rb = kiln_type_row_bytes(type, K);
-  uint8_t *w = kg_alloc((size_t)(rb * rows) + pad);
-  memset(w + rb * rows, pad_byte, pad);
-  const int64_t bs = kiln_type_block_size(type), bb = kiln_type_block_bytes(type);
-  for (int64_t row = 0; row < rows; row++)
-    for (int64_t b = 0; b < K / bs; b++) {
-      uint8_t *p = w + row * rb + b * bb;
-      for (int64_t i = 0; i < bb; i++) p[i] = (uint8_t)kg_u32(r);
-      switch (type) {
-      case KILN_TYPE_F32: {
-        float v = (float)kg_uniform(r, -1, 1);
-        memcpy(p, &v, 4);
-        break;
-      }
-      case KILN_TYPE_F16: put16(p, f16(kg_uniform(r, -1, 1))); break;
-      case KILN_TYPE_BF16: put16(p, kiln_f32_to_bf16((float)kg_uniform(r, -1, 1))); break;
-      case KILN_TYPE_Q4_0:
-      case KILN_TYPE_Q5_0: put16(p, f16(kg_uniform(r, 0.01, 0.2))); break;
-      case KILN_TYPE_Q8_0: put16(p, f16(kg_uniform(r, -0.01, 0.01))); break;
-      case KILN_TYPE_Q4_K:
-        put16(p, f16(kg_uniform(r, 0.001, 0.01)));     /* d */
-        put16(p + 2, f16(kg_uniform(r, 0.001, 0.02))); /* dmin */
-        break;                                          /* 12 scale bytes, 128 quant bytes: random */
-      case KILN_TYPE_Q6_K:
-        for (int i = 0; i < 16; i++) p[192 + i] = (uint8_t)(int8_t)(kg_u32(r) % 127 - 63);
-        put16(p + 208, f16(kg_uniform(r, 0.0005, 0.004)));
-        break;
-      default: fail_msg("no packer for %s", kiln_type_name(type));
-      }
-    }
-  return w;
-}
-
-static float *dequant(kiln_type type, const uint8_t *w, int64_t K, int64_t rows) {
-  float *v = kg_alloc((size_t)(K * rows) * sizeof(float));
-  KT_ASSERT_OK(kiln_dequantize(type, w, v, K * rows));
-  return v;
-}
 
 /* ---- quantized matvec with poison ------------------------------------------- */
 
@@ -127,7 +76,7 @@ static int run_mv_cases(kiln_backend *be, uint8_t poison, mv_result res[N_MV_TYP
         op.t[0] = kg_tensor(0, type, KILN_ROLE_WEIGHT, K, MV_N, MV_PAD, "blk.0.ffn_down.weight");
         op.t[1] = kg_tensor(1, KILN_TYPE_F32, KILN_ROLE_ACTIVATION, K, MV_CAP, 0, "ffn_in");
         op.t[2] = kg_tensor(2, KILN_TYPE_F32, KILN_ROLE_ACTIVATION, MV_N, MV_CAP, 0, "ffn_out");
-        uint8_t *w = whole ? pack_weight(type, K, MV_N, MV_PAD, poison, &r) : kg_alloc(MV_PAD);
+        uint8_t *w = whole ? kg_pack_weight(type, K, MV_N, MV_PAD, poison, &r) : kg_alloc(MV_PAD);
         if (!whole) memset(w, poison, MV_PAD);
         float *x = kg_alloc((size_t)K * MV_CAP * sizeof(float));
         memset(x, poison, (size_t)K * MV_CAP * sizeof(float));
@@ -162,7 +111,7 @@ static int run_mv_cases(kiln_backend *be, uint8_t poison, mv_result res[N_MV_TYP
           bad++;
         } else {
           /* f64 reference from the host dequantizer */
-          float *wv = dequant(type, w, K, MV_N);
+          float *wv = kg_dequant(type, w, K, MV_N);
           double num = 0, den = 0;
           bool finite = true;
           for (int32_t t = 0; t < T; t++)
@@ -254,8 +203,8 @@ static void test_mul_mat_every_type(void **state) {
         op.t[1] = kg_tensor(1, KILN_TYPE_F32, KILN_ROLE_ACTIVATION, K, CAP, 0, "x");
         op.t[2] = kg_tensor(2, btype, KILN_ROLE_WEIGHT, N, 1, 0, "blk.1.attn_q.bias");
         op.t[3] = kg_tensor(3, KILN_TYPE_F32, KILN_ROLE_ACTIVATION, N, CAP, 0, "q");
-        uint8_t *w = pack_weight(type, K, N, 0, 0, &r);
-        uint8_t *bias = pack_weight(btype, N, 1, 0, 0, &r);
+        uint8_t *w = kg_pack_weight(type, K, N, 0, 0, &r);
+        uint8_t *bias = kg_pack_weight(btype, N, 1, 0, 0, &r);
         float *x = kg_alloc((size_t)(K * CAP) * sizeof(float));
         kg_fill(&r, x, K * CAP, -1, 1);
         float *y = kg_alloc(op.t[3].nbytes);
@@ -274,7 +223,7 @@ static void test_mul_mat_every_type(void **state) {
           kiln_status_free(st);
           bad++;
         } else {
-          float *wv = dequant(type, w, K, N), *bv = dequant(btype, bias, N, 1);
+          float *wv = kg_dequant(type, w, K, N), *bv = kg_dequant(btype, bias, N, 1);
           double worst = 0;
           bool ok = true;
           for (int32_t t = 0; t < T; t++) {
@@ -560,8 +509,8 @@ static void test_get_rows(void **state) {
       op.t[1] = kg_tensor(1, KILN_TYPE_I32, KILN_ROLE_INPUT, 4, 1, 0, "tokens");
       op.t[1].nbytes = 16;
       op.t[2] = kg_tensor(2, KILN_TYPE_F32, KILN_ROLE_ACTIVATION, H, 4, 0, "inp_embd");
-      uint8_t *w = pack_weight(all_types[ti], H, V, 0, 0, &r);
-      float *all = dequant(all_types[ti], w, H, V);
+      uint8_t *w = kg_pack_weight(all_types[ti], H, V, 0, 0, &r);
+      float *all = kg_dequant(all_types[ti], w, H, V);
       float *y = kg_alloc(op.t[2].nbytes);
       op.data[0] = w;
       op.data[1] = ids;

@@ -1,0 +1,82 @@
+#!/bin/bash
+# Every GPU suite under NVIDIA's compute-sanitizer, with each of its four
+# tools (memcheck: out-of-bounds and misaligned accesses; racecheck:
+# shared-memory hazards; initcheck: reads of device memory nothing wrote;
+# synccheck: barriers misused), on the GPU machine, from the build tree
+# that on-device-gpu.sh made (run it as that script's command, or later in
+# the same warm machine from /tmp/kiln-build):
+#
+#   bash .device/on-device-gpu.sh bash $PWD/tools/device/sanitize.sh
+#
+# Suites: every tests/gpu/test_gpu_* program except the expected-failure
+# builds (*_stale), and tests/unit/test_cuda_plugins; each covers all three
+# CUDA backends (KILN_REQUIRE_GPU=1: none may skip). A run fails when the
+# suite fails, when the tool reports anything (--error-exitcode, and the
+# summary line must say 0 errors / 0 hazards), or when it outlasts
+# SAN_TIMEOUT seconds. Runs SAN_JOBS at a time (they share the GPU). The
+# per-run logs are concatenated into $OUT/sanitize.log (one file: the run
+# tool brings back few); the summary lines are printed last, one per suite
+# and tool, and the exit status is the number of failed runs.
+#   SAN_TOOLS="memcheck initcheck"   a subset of the tools
+#   SAN_SUITES="tests/gpu/test_gpu_ops"   a subset of the suites
+set -uo pipefail
+out=${OUT:-/tmp}
+jobs=${SAN_JOBS:-4}
+limit=${SAN_TIMEOUT:-420}
+tools=${SAN_TOOLS:-memcheck racecheck initcheck synccheck}
+if [ -z "${SAN_SUITES:-}" ]; then
+  SAN_SUITES=""
+  for f in tests/gpu/test_gpu_*; do
+    case $f in *.* | *_stale) continue ;; esac
+    [ -x "$f" ] && SAN_SUITES+=" $f"
+  done
+  SAN_SUITES+=" tests/unit/test_cuda_plugins"
+fi
+command -v compute-sanitizer > /dev/null || { echo "compute-sanitizer is not on the PATH"; exit 1; }
+[ -x ./libtool ] || { echo "run this in a configured build tree (no ./libtool here)"; exit 1; }
+# What `make check` gives the suites (tests/local.mk), and no skipping.
+export KILN_MODELS_DIR=${KILN_MODELS_DIR:-$(cd ../shared/models 2> /dev/null && pwd)}
+export KILN_TOKENIZERS_DIR=${KILN_TOKENIZERS_DIR:-$KILN_MODELS_DIR/../tokenizers}
+export KILN_PLUGIN_PATH=$PWD/.libs KILN_SRCDIR=$PWD KILN_BUILDDIR=$PWD
+export XDG_CACHE_HOME=$PWD/tests/cache-home KILN_REQUIRE_GPU=1
+dir=$(mktemp -d /tmp/sanitize.XXXXXX)
+
+one() { # SUITE TOOL: runs it, writes $dir/NAME.log and $dir/NAME.rc
+  local suite=$1 tool=$2 name
+  name=$(basename "$suite")-$tool
+  timeout "$limit" ./libtool --mode=execute compute-sanitizer --tool "$tool" \
+    --error-exitcode 86 --print-limit 50 "$suite" > "$dir/$name.log" 2>&1
+  echo $? > "$dir/$name.rc"
+}
+export -f one
+export dir limit
+t0=$(date +%s)
+for s in $SAN_SUITES; do for t in $tools; do echo "$s $t"; done; done |
+  xargs -P "$jobs" -L 1 bash -c 'one "$0" "$1"'
+
+bad=0
+: > "$out/sanitize.log"
+summary=""
+for s in $SAN_SUITES; do
+  for t in $tools; do
+    name=$(basename "$s")-$t
+    rc=$(cat "$dir/$name.rc" 2> /dev/null || echo missing)
+    line=$(grep -E '(ERROR|RACECHECK) SUMMARY' "$dir/$name.log" | tail -1 | sed 's/^=* *//')
+    verdict=ok
+    case $line in
+    "ERROR SUMMARY: 0 errors" | "RACECHECK SUMMARY: 0 hazards displayed (0 errors, 0 warnings)") ;;
+    *) verdict=FAIL ;;
+    esac
+    [ "$rc" = 0 ] || verdict=FAIL
+    [ "$rc" = 124 ] && line="$line (timed out after $limit s)"
+    [ $verdict = ok ] || bad=$((bad + 1))
+    summary+=$(printf '%-28s %-9s %-4s exit %-3s %s' "$(basename "$s")" "$t" "$verdict" "$rc" \
+      "${line:-no summary line}")$'\n'
+    { echo "######## $s under $t: exit $rc"; cat "$dir/$name.log"; } >> "$out/sanitize.log"
+  done
+done
+rm -rf "$dir"
+echo "== compute-sanitizer: $(echo $SAN_SUITES | wc -w) suites x $(echo $tools | wc -w) tools in" \
+  "$(($(date +%s) - t0)) s, $bad failed (logs: sanitize.log)"
+printf '%s' "$summary"
+exit $bad
