@@ -31,6 +31,7 @@
 
 #include "cuda_driver.h"
 #include "kiln/plugin.h"
+#include "cuda_step.h"
 #include "nvrtc_compile.h"
 #include "rmsnorm_describe.h"
 
@@ -162,6 +163,7 @@ typedef struct kiln_cuda_backend {
   CUdevice dev;
   CUcontext ctx; /* the primary context, retained */
   CUstream stream;
+  CUdeviceptr step_dev; /* the per-step parameter block (cuda_step.h) */
   int cc_major, cc_minor;
   char arch[16];
   kiln_nvrtc nv;

@@ -38,6 +38,7 @@ static const struct {
     E(MemcpyDtoHAsync, "cuMemcpyDtoHAsync"),
     E(MemcpyDtoDAsync, "cuMemcpyDtoDAsync"),
     E(MemsetD8Async, "cuMemsetD8Async"),
+    E(MemsetD32Async, "cuMemsetD32Async"),
     E(ModuleLoadDataEx, "cuModuleLoadDataEx"),
     E(ModuleUnload, "cuModuleUnload"),
     E(ModuleGetFunction, "cuModuleGetFunction"),

@@ -48,6 +48,7 @@ typedef struct kiln_cu {
   KILN_CU_FN(MemcpyDtoHAsync, cuMemcpyDtoHAsync);
   KILN_CU_FN(MemcpyDtoDAsync, cuMemcpyDtoDAsync);
   KILN_CU_FN(MemsetD8Async, cuMemsetD8Async);
+  KILN_CU_FN(MemsetD32Async, cuMemsetD32Async);
   KILN_CU_FN(ModuleLoadDataEx, cuModuleLoadDataEx);
   KILN_CU_FN(ModuleUnload, cuModuleUnload);
   KILN_CU_FN(ModuleGetFunction, cuModuleGetFunction);

@@ -121,6 +121,7 @@ static void backend_free(kiln_cuda_backend *be) {
   if (be->compiler) be->host->kcache_unregister_compiler(be->compiler);
   kiln_cuda_blas_close(be);
   if (be->scratch) cu->MemFree(be->scratch);
+  if (be->step_dev) cu->MemFree(be->step_dev);
   if (be->staging) cu->MemFreeHost(be->staging);
   if (be->stream) cu->StreamDestroy(be->stream);
   if (be->ctx) cu->DevicePrimaryCtxRelease(be->dev);
@@ -198,6 +199,11 @@ static kiln_status open_device(kiln_cuda_backend *be, bool allow_lower) {
   KILN_CU_CHECK(host, cu, NULL, DevicePrimaryCtxRetain(&be->ctx, be->dev));
   KILN_CU_CHECK(host, cu, NULL, CtxSetCurrent(be->ctx));
   KILN_CU_CHECK(host, cu, NULL, StreamCreate(&be->stream, CU_STREAM_NON_BLOCKING));
+  /* The step block starts at 0 (the reserved fields stay so). */
+  KILN_RETURN_IF_ERROR(
+      kiln_cuda_mem_alloc(be, 4u * KILN_CUDA_STEP_FIELDS, NULL, &be->step_dev));
+  KILN_CU_CHECK(host, cu, NULL, MemsetD32Async(be->step_dev, 0, KILN_CUDA_STEP_FIELDS, be->stream));
+  KILN_CU_CHECK(host, cu, NULL, StreamSynchronize(be->stream));
   return NULL;
 }
 

@@ -172,7 +172,10 @@ kiln_status kiln_cuda_prepare(void *backend, const kiln_node *node) {
     ns->decode.block = ELTWISE_BLOCK;
     break;
   case KILN_OP_STORE_KV:
-    break; /* a device-to-device copy: no kernel */
+    st = kiln_cuda_store_kv_describe(host, be->compiler, node, ELTWISE_BLOCK, &d);
+    if (!st) st = get_fn(be, d, node, &ns->decode.fn);
+    ns->decode.block = ELTWISE_BLOCK;
+    break;
   default:
     st = kiln_node_error(host, KILN_STATUS_UNSUPPORTED, node, "op id %d", (int)node->op);
   }

@@ -137,9 +137,9 @@ static kiln_status run_mul_mat(kiln_cuda_backend *be, const kiln_node *node,
 
 static kiln_status run_rope(kiln_cuda_backend *be, const kiln_node *node,
                             const kiln_cuda_node_state *ns, const kiln_cuda_buffer *const *b,
-                            int32_t n, int32_t col, int32_t pos) {
+                            int32_t n, int32_t col) {
   CUdeviceptr x = col_ptr(b[0], node->src[0], col), y = col_ptr(b[4], node->dst, col);
-  void *args[] = {&x, &y, &n, &pos};
+  void *args[] = {&x, &y, &be->step_dev};
   /* Enough blocks per token for one pair (or passed-through value) per thread. */
   const kiln_rope_params *p = &node->p.rope;
   const int64_t rot = p->n_head * (p->n_rot / 2), pass = p->n_head * (p->head_dim - p->n_rot);
@@ -150,23 +150,24 @@ static kiln_status run_rope(kiln_cuda_backend *be, const kiln_node *node,
                           ns->decode.block, args);
 }
 
+/* The cache position comes from the step block: no launch argument or
+ * copy address carries it. */
 static kiln_status run_store_kv(kiln_cuda_backend *be, const kiln_node *node,
-                                const kiln_cuda_buffer *const *b, int32_t n, int32_t col,
-                                int32_t pos) {
-  const uint64_t col_bytes = (uint64_t)node->dst->ne[0] * 4u;
-  CUdeviceptr src = col_ptr(b[0], node->src[0], col);
-  KILN_CU_CHECK(be->host, be->cu, node,
-                MemcpyDtoDAsync(b[4]->ptr + (CUdeviceptr)(col_bytes * (uint64_t)pos), src,
-                                (size_t)(col_bytes * (uint64_t)n), be->stream));
-  return NULL;
+                                const kiln_cuda_node_state *ns, const kiln_cuda_buffer *const *b,
+                                int32_t n, int32_t col) {
+  CUdeviceptr src = col_ptr(b[0], node->src[0], col), cache = b[4]->ptr;
+  void *args[] = {&src, &cache, &be->step_dev};
+  return kiln_cuda_launch(be, node, "store_kv", ns->decode.fn,
+                          stride_grid((long long)n * node->dst->ne[0] / 4 + 1, ns->decode.block),
+                          1, ns->decode.block, args);
 }
 
 static kiln_status run_attention(kiln_cuda_backend *be, const kiln_node *node,
                                  const kiln_cuda_node_state *ns, const kiln_cuda_buffer *const *b,
-                                 int32_t n, int32_t col, int32_t pos) {
+                                 int32_t n, int32_t col) {
   CUdeviceptr q = col_ptr(b[0], node->src[0], col), kc = b[1]->ptr, vc = b[2]->ptr,
               y = col_ptr(b[4], node->dst, col);
-  void *args[] = {&q, &kc, &vc, &y, &n, &pos};
+  void *args[] = {&q, &kc, &vc, &y, &be->step_dev};
   const kiln_cuda_fn *f = n > 1 && ns->prefill.fn ? &ns->prefill : &ns->decode;
   return kiln_cuda_launch(be, node, "attention", f->fn, (uint32_t)node->p.attention.n_head,
                           (uint32_t)n, f->block, args);
@@ -209,12 +210,12 @@ static kiln_status run_node(kiln_cuda_backend *be, const kiln_step *step, const 
   case KILN_OP_MUL_MAT: st = run_mul_mat(be, node, ns, b, n, col); break;
   case KILN_OP_ROPE:
     st = node->p.rope.mode == KILN_ROPE_IMROPE ? kiln_cuda_qwen35_run(be, node, ns, b, n, col, pos)
-                                                : run_rope(be, node, ns, b, n, col, pos);
+                                                : run_rope(be, node, ns, b, n, col);
     break;
   case KILN_OP_SLICE: case KILN_OP_SIGMOID_MUL: case KILN_OP_SSM_CONV: case KILN_OP_GDN_GATE:
   case KILN_OP_GATED_DELTA_NET: st = kiln_cuda_qwen35_run(be, node, ns, b, n, col, pos); break;
-  case KILN_OP_STORE_KV: st = run_store_kv(be, node, b, n, col, pos); break;
-  case KILN_OP_ATTENTION: st = run_attention(be, node, ns, b, n, col, pos); break;
+  case KILN_OP_STORE_KV: st = run_store_kv(be, node, ns, b, n, col); break;
+  case KILN_OP_ATTENTION: st = run_attention(be, node, ns, b, n, col); break;
   case KILN_OP_SWIGLU:
   case KILN_OP_ADD: st = run_eltwise(be, node, ns, b, n, col); break;
   default:
@@ -227,14 +228,18 @@ static kiln_status run_node(kiln_cuda_backend *be, const kiln_step *step, const 
   return kiln_cuda_prof_end(be, ns->prof_kind[multi]);
 }
 
-/* The step's nodes, one token at a time on cuda-serial. */
+/* The step's nodes, one token at a time on cuda-serial; each pass starts
+ * by writing its positions into the step block, which the kernels read. */
 static kiln_status run_nodes(kiln_cuda_backend *be, const kiln_step *step, int multi) {
   if (be->fl->prefill == KILN_CUDA_PREFILL_SERIAL) {
-    for (int32_t t = 0; t < step->n_tokens; t++)
+    for (int32_t t = 0; t < step->n_tokens; t++) {
+      KILN_RETURN_IF_ERROR(kiln_cuda_step_write(be, step->pos0 + t, 1));
       for (uint32_t i = 0; i < step->n_nodes; i++)
         KILN_RETURN_IF_ERROR(run_node(be, step, step->nodes[i], 1, t, step->pos0 + t, multi));
+    }
     return NULL;
   }
+  KILN_RETURN_IF_ERROR(kiln_cuda_step_write(be, step->pos0, step->n_tokens));
   for (uint32_t i = 0; i < step->n_nodes; i++)
     KILN_RETURN_IF_ERROR(
         run_node(be, step, step->nodes[i], step->n_tokens, 0, step->pos0, multi));

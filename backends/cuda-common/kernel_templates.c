@@ -82,6 +82,12 @@ static const kiln_ktemplate rmsnorm_row_cc12 = {
 #define BLOCK_SIZE_PARAM \
   {"block_size", KILN_KPARAM_I64, KILN_KPARAM_BAKED, "threads per block"}
 
+/* The per-step parameter block (cuda_step.h), where a kernel reads pos0,
+ * n_tokens and n_kv. */
+#define STEP_PARAM                                                         \
+  {"step", KILN_KPARAM_PTR, KILN_KPARAM_RUNTIME,                           \
+   "the step block: int32 {pos0, n_tokens, n_kv, ...} (cuda_step.h)"}
+
 static const char matvec_source[] =
 #include "wtype_select.cuh.inc"
 #include "wtype_common.cuh.inc"
@@ -197,6 +203,7 @@ static const kiln_ktemplate get_rows = {
 };
 
 static const char rope_source[] =
+#include "step_block.cuh.inc"
 #include "rope.cu.inc"
     ;
 
@@ -209,13 +216,12 @@ static const kiln_kparam_decl rope_params[] = {
     BLOCK_SIZE_PARAM,
     {"x", KILN_KPARAM_PTR, KILN_KPARAM_RUNTIME, "f32 [head_dim * n_head, n_tokens]"},
     {"y", KILN_KPARAM_PTR, KILN_KPARAM_RUNTIME, "f32, same shape; may be x"},
-    {"n_tokens", KILN_KPARAM_I32, KILN_KPARAM_RUNTIME, "tokens in this launch"},
-    {"pos0", KILN_KPARAM_I32, KILN_KPARAM_RUNTIME, "position of the first token"},
+    STEP_PARAM,
 };
 
 static const kiln_ktemplate rope = {
     .name = KILN_CUDA_T_ROPE,
-    .version = 2,
+    .version = 3,
     .entry = "kiln_rope",
     .source = rope_source,
     .params = rope_params,
@@ -224,6 +230,7 @@ static const kiln_ktemplate rope = {
 };
 
 static const char attention_source[] =
+#include "step_block.cuh.inc"
 #include "attention.cu.inc"
     ;
 
@@ -237,18 +244,40 @@ static const kiln_kparam_decl attention_params[] = {
     {"k_cache", KILN_KPARAM_PTR, KILN_KPARAM_RUNTIME, "K cache, f32 [head_dim * n_head_kv, n_ctx]"},
     {"v_cache", KILN_KPARAM_PTR, KILN_KPARAM_RUNTIME, "V cache, same shape"},
     {"y", KILN_KPARAM_PTR, KILN_KPARAM_RUNTIME, "output, shaped like q"},
-    {"n_tokens", KILN_KPARAM_I32, KILN_KPARAM_RUNTIME, "tokens in this launch"},
-    {"pos0", KILN_KPARAM_I32, KILN_KPARAM_RUNTIME, "position of the first token"},
+    STEP_PARAM,
 };
 
 static const kiln_ktemplate attention = {
     .name = KILN_CUDA_T_ATTENTION,
-    .version = 1,
+    .version = 2,
     .entry = "kiln_attention",
     .source = attention_source,
     .params = attention_params,
     .n_params = sizeof attention_params / sizeof attention_params[0],
     .help = "causal GQA attention, online softmax with max subtraction, f32",
+};
+
+static const char store_kv_source[] =
+#include "step_block.cuh.inc"
+#include "store_kv.cu.inc"
+    ;
+
+static const kiln_kparam_decl store_kv_params[] = {
+    {"width", KILN_KPARAM_I64, KILN_KPARAM_BAKED, "values per cache position: the cache's ne0"},
+    BLOCK_SIZE_PARAM,
+    {"src", KILN_KPARAM_PTR, KILN_KPARAM_RUNTIME, "the step's K or V, f32 [width, n_tokens]"},
+    {"cache", KILN_KPARAM_PTR, KILN_KPARAM_RUNTIME, "the cache, f32 [width, n_ctx]"},
+    STEP_PARAM,
+};
+
+static const kiln_ktemplate store_kv = {
+    .name = KILN_CUDA_T_STORE_KV,
+    .version = 1,
+    .entry = "kiln_store_kv",
+    .source = store_kv_source,
+    .params = store_kv_params,
+    .n_params = sizeof store_kv_params / sizeof store_kv_params[0],
+    .help = "STORE_KV: the step's columns into the f32 cache at the step block's positions",
 };
 
 static const char swiglu_source[] =
@@ -298,7 +327,7 @@ static const kiln_ktemplate add = {
 const kiln_ktemplate *const kiln_cuda_templates[] = {
     &rmsnorm_row_vec, &rmsnorm_rows, &rmsnorm_row_cc12, &matvec,   &dequant_rows,
     &bias_add,        &get_rows,     &rope,             &attention, &swiglu,
-    &add,
+    &add,             &store_kv,
     /* qwen35 */
     &kiln_cuda_t_slice, &kiln_cuda_t_sigmoid_mul, &kiln_cuda_t_ssm_conv, &kiln_cuda_t_gdn_gate,
     &kiln_cuda_t_gdn_recurrent, &kiln_cuda_t_gdn_chunked, &kiln_cuda_t_rope_imrope,

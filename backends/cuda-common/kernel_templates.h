@@ -17,6 +17,7 @@
 #define KILN_CUDA_T_ATTENTION "attention"
 #define KILN_CUDA_T_SWIGLU "swiglu"
 #define KILN_CUDA_T_ADD "add"
+#define KILN_CUDA_T_STORE_KV "store_kv"
 /* qwen35 (qwen35_templates.c) */
 #define KILN_CUDA_T_SLICE "slice"
 #define KILN_CUDA_T_SIGMOID_MUL "sigmoid_mul"

@@ -14,6 +14,8 @@ kiln_cuda_template_files = \
 	backends/cuda-common/kernels/rmsnorm_row_vec.cu.tmpl \
 	backends/cuda-common/kernels/rmsnorm_rows.cu.tmpl \
 	backends/cuda-common/kernels/rmsnorm_row_cc12.cu.tmpl \
+	backends/cuda-common/kernels/step_block.cuh.tmpl \
+	backends/cuda-common/kernels/store_kv.cu.tmpl \
 	backends/cuda-common/kernels/wtype_select.cuh.tmpl \
 	backends/cuda-common/kernels/wtype_common.cuh.tmpl \
 	backends/cuda-common/kernels/matvec.cu.tmpl \
@@ -67,6 +69,8 @@ backends_cuda_common_libkilncudacommon_la_SOURCES = \
 	backends/cuda-common/cuda_backend.h \
 	backends/cuda-common/cuda_config_keys.h \
 	backends/cuda-common/cuda_context.c \
+	backends/cuda-common/cuda_step.c \
+	backends/cuda-common/cuda_step.h \
 	backends/cuda-common/cuda_plugin.c \
 	backends/cuda-common/cuda_buffers.c \
 	backends/cuda-common/cuda_kernel.c \

@@ -1,4 +1,4 @@
-/* GET_ROWS, ROPE, ATTENTION, SWIGLU and ADD nodes -> descriptors. RoPE's
+/* GET_ROWS, ROPE, ATTENTION, STORE_KV, SWIGLU and ADD nodes -> descriptors. RoPE's
  * mode, n_rot, head_dim, n_head and θ and attention's head_dim, head
  * counts and scale are the node's own params, bit-exact. */
 #include "config.h"
@@ -64,6 +64,19 @@ kiln_status kiln_cuda_attention_describe(const kiln_host_api *host, kiln_kcompil
   if (!st) st = host->kdesc_set_i64(d, "n_head_kv", p->n_head_kv);
   if (!st) st = host->kdesc_set_f32(d, "scale", p->scale);
   if (!st) st = host->kdesc_set_i64(d, "warps", warps);
+  return kiln_cuda_describe_finish(host, st, d, node, out_desc);
+}
+
+kiln_status kiln_cuda_store_kv_describe(const kiln_host_api *host, kiln_kcompiler *compiler,
+                                        const kiln_node *node, uint32_t block_size,
+                                        kiln_kdesc **out_desc) {
+  KILN_RETURN_IF_ERROR(kiln_cuda_node_check(host, node));
+  KILN_RETURN_IF_ERROR(want_op(host, node, KILN_OP_STORE_KV, KILN_OP_STORE_KV));
+  KILN_RETURN_IF_ERROR(kiln_cuda_describe_check_threads(host, node, "block_size", block_size, 32, 1024, true));
+  kiln_kdesc *d = NULL;
+  KILN_RETURN_IF_ERROR(host->kdesc_new(compiler, KILN_CUDA_T_STORE_KV, &d));
+  kiln_status st = host->kdesc_set_i64(d, "width", node->dst->ne[0]);
+  if (!st) st = host->kdesc_set_i64(d, "block_size", block_size);
   return kiln_cuda_describe_finish(host, st, d, node, out_desc);
 }
 

@@ -79,17 +79,26 @@ kiln_status kiln_cuda_get_rows_describe(const kiln_host_api *host, kiln_kcompile
                                         kiln_kdesc **out_desc);
 
 /* ROPE: rope with the node's mode, n_rot, head_dim, n_head and theta;
- * grid n_tokens; arguments (x, y, n_tokens, pos0). */
+ * grid (n_tokens, any); arguments (x, y, step), step the step block
+ * (cuda_step.h) holding pos0 and n_tokens. */
 kiln_status kiln_cuda_rope_describe(const kiln_host_api *host, kiln_kcompiler *compiler,
                                     const kiln_node *node, uint32_t block_size,
                                     kiln_kdesc **out_desc);
 
 /* ATTENTION: attention with the node's head_dim, n_head, n_head_kv and
  * scale, `warps` (1..32) warps per block; grid (n_head, n_tokens);
- * arguments (q, k_cache, v_cache, y, n_tokens, pos0). */
+ * arguments (q, k_cache, v_cache, y, step), step the step block. */
 kiln_status kiln_cuda_attention_describe(const kiln_host_api *host, kiln_kcompiler *compiler,
                                          const kiln_node *node, uint32_t warps,
                                          kiln_kdesc **out_desc);
+
+/* STORE_KV: store_kv with the cache's width (dst ne0); any grid
+ * (grid-stride); arguments (src, cache, step), src the step's first
+ * column, step the step block whose pos0 and n_tokens say where and how
+ * much. */
+kiln_status kiln_cuda_store_kv_describe(const kiln_host_api *host, kiln_kcompiler *compiler,
+                                        const kiln_node *node, uint32_t block_size,
+                                        kiln_kdesc **out_desc);
 
 /* SWIGLU and ADD: the elementwise templates; arguments (a, b, y, n). */
 kiln_status kiln_cuda_eltwise_describe(const kiln_host_api *host, kiln_kcompiler *compiler,

@@ -1,7 +1,8 @@
 /* prepare() and run() of qwen35's ops on the CUDA backends (called from
  * cuda_prepare.c and cuda_run.c): the kernels resolved through the kernel
- * cache with the node's own values, then launched with the step's values
- * (n_tokens, pos0) as kernel arguments, never baked.
+ * cache with the node's own values, then launched with the pass's token
+ * count as an argument; the position (0: a new sequence) comes from the
+ * step block (cuda_step.h), so a captured step replays the current one.
  *
  * GATED_DELTA_NET has two kernels: gdn_recurrent for a step of one token
  * (decode, and every token of cuda-serial's prefill) and, on the batched
@@ -81,6 +82,7 @@ static uint32_t ceil_div(int64_t a, int64_t b) { return (uint32_t)((a + b - 1) /
 
 kiln_status kiln_cuda_qwen35_run(kiln_cuda_backend *be, const kiln_node *node, const kiln_cuda_node_state *ns,
                                  const kiln_cuda_buffer *const *b, int32_t n, int32_t col, int32_t pos) {
+  (void)pos; /* positions come from the step block */
   const kiln_tensor *const *s = node->src;
   CUdeviceptr y = at(b[KILN_MAX_SRC], node->dst, col);
   CUdeviceptr x = at(b[0], s[0], col);
@@ -100,7 +102,7 @@ kiln_status kiln_cuda_qwen35_run(kiln_cuda_backend *be, const kiln_node *node, c
   }
   case KILN_OP_SSM_CONV: {
     CUdeviceptr w = b[1]->ptr, state = b[2]->ptr;
-    void *args[] = {&x, &w, &state, &y, &n, &pos};
+    void *args[] = {&x, &w, &state, &y, &n, &be->step_dev};
     return kiln_cuda_launch(be, node, "ssm_conv", ns->decode.fn, ceil_div(s[0]->ne[0], ns->decode.block), 1,
                             ns->decode.block, args);
   }
@@ -112,14 +114,14 @@ kiln_status kiln_cuda_qwen35_run(kiln_cuda_backend *be, const kiln_node *node, c
   }
   case KILN_OP_GATED_DELTA_NET: {
     CUdeviceptr gates = at(b[1], s[1], col), state = b[2]->ptr;
-    void *args[] = {&x, &gates, &state, &y, &n, &pos};
+    void *args[] = {&x, &gates, &state, &y, &n, &be->step_dev};
     const kiln_cuda_fn *f = n > 1 && ns->prefill.fn ? &ns->prefill : &ns->decode;
     return kiln_cuda_launch(be, node, f == &ns->prefill ? "gdn_chunked" : "gdn_recurrent", f->fn,
                             (uint32_t)node->p.gdn.n_v_heads, ceil_div(node->p.gdn.head_v_dim, f->per_block), f->block,
                             args);
   }
   case KILN_OP_ROPE: {
-    void *args[] = {&x, &y, &n, &pos};
+    void *args[] = {&x, &y, &n, &be->step_dev};
     const kiln_rope_params *p = &node->p.rope;
     const int64_t rot = (int64_t)p->n_head * (p->n_rot / 2), pass = (int64_t)p->n_head * (p->head_dim - p->n_rot);
     int64_t gy = ((rot > pass ? rot : pass) + ns->decode.block - 1) / ns->decode.block;

@@ -58,6 +58,7 @@ const kiln_ktemplate kiln_cuda_t_sigmoid_mul = {
 };
 
 static const char ssm_conv_source[] =
+#include "step_block.cuh.inc"
 #include "wtype_select.cuh.inc"
 #include "wtype_common.cuh.inc"
 #include "ssm_conv.cu.inc"
@@ -73,12 +74,13 @@ static const kiln_kparam_decl ssm_conv_params[] = {
     {"state", KILN_KPARAM_PTR, KILN_KPARAM_RUNTIME, "f32 [(K-1) * C]: the inputs before the step"},
     {"y", KILN_KPARAM_PTR, KILN_KPARAM_RUNTIME, "f32 [C, n_tokens]"},
     {"n_tokens", KILN_KPARAM_I32, KILN_KPARAM_RUNTIME, "tokens in this launch"},
-    {"pos0", KILN_KPARAM_I32, KILN_KPARAM_RUNTIME, "position of the first token (0: the state is zeros)"},
+    {"step", KILN_KPARAM_PTR, KILN_KPARAM_RUNTIME,
+     "the step block (cuda_step.h): pos0 (0: the state is zeros) read there"},
 };
 
 const kiln_ktemplate kiln_cuda_t_ssm_conv = {
     .name = KILN_CUDA_T_SSM_CONV,
-    .version = 1,
+    .version = 2,
     .entry = "kiln_ssm_conv",
     .source = ssm_conv_source,
     .params = ssm_conv_params,
@@ -127,9 +129,11 @@ const kiln_ktemplate kiln_cuda_t_gdn_gate = {
       {"state", KILN_KPARAM_PTR, KILN_KPARAM_RUNTIME, "f32 [Dk*Dv*Hv], read and written"},          \
       {"y", KILN_KPARAM_PTR, KILN_KPARAM_RUNTIME, "f32 [Hv*Dv, n_tokens]"},                         \
       {"n_tokens", KILN_KPARAM_I32, KILN_KPARAM_RUNTIME, "tokens in this launch"},                  \
-      {"pos0", KILN_KPARAM_I32, KILN_KPARAM_RUNTIME, "position of the first token (0: S = 0)"}
+      {"step", KILN_KPARAM_PTR, KILN_KPARAM_RUNTIME,                                                \
+       "the step block (cuda_step.h): pos0 (0: S = 0) read there"}
 
 static const char gdn_recurrent_source[] =
+#include "step_block.cuh.inc"
 #include "gdn_common.cuh.inc"
 #include "gdn_recurrent.cu.inc"
     ;
@@ -142,7 +146,7 @@ static const kiln_kparam_decl gdn_recurrent_params[] = {
 
 const kiln_ktemplate kiln_cuda_t_gdn_recurrent = {
     .name = KILN_CUDA_T_GDN_RECURRENT,
-    .version = 1,
+    .version = 2,
     .entry = "kiln_gdn_recurrent",
     .source = gdn_recurrent_source,
     .params = gdn_recurrent_params,
@@ -151,6 +155,7 @@ const kiln_ktemplate kiln_cuda_t_gdn_recurrent = {
 };
 
 static const char gdn_chunked_source[] =
+#include "step_block.cuh.inc"
 #include "gdn_common.cuh.inc"
 #include "gdn_chunked.cu.inc"
     ;
@@ -165,7 +170,7 @@ static const kiln_kparam_decl gdn_chunked_params[] = {
 
 const kiln_ktemplate kiln_cuda_t_gdn_chunked = {
     .name = KILN_CUDA_T_GDN_CHUNKED,
-    .version = 1,
+    .version = 2,
     .entry = "kiln_gdn_chunked",
     .source = gdn_chunked_source,
     .params = gdn_chunked_params,
@@ -174,6 +179,7 @@ const kiln_ktemplate kiln_cuda_t_gdn_chunked = {
 };
 
 static const char rope_imrope_source[] =
+#include "step_block.cuh.inc"
 #include "rope_imrope.cu.inc"
     ;
 
@@ -190,12 +196,13 @@ static const kiln_kparam_decl rope_imrope_params[] = {
     {"x", KILN_KPARAM_PTR, KILN_KPARAM_RUNTIME, "f32 [head_dim * n_head, n_tokens]"},
     {"y", KILN_KPARAM_PTR, KILN_KPARAM_RUNTIME, "f32, same shape; may be x"},
     {"n_tokens", KILN_KPARAM_I32, KILN_KPARAM_RUNTIME, "tokens in this launch"},
-    {"pos0", KILN_KPARAM_I32, KILN_KPARAM_RUNTIME, "position of the first token"},
+    {"step", KILN_KPARAM_PTR, KILN_KPARAM_RUNTIME,
+     "the step block (cuda_step.h): pos0, the first token's position, read there"},
 };
 
 const kiln_ktemplate kiln_cuda_t_rope_imrope = {
     .name = KILN_CUDA_T_ROPE_IMROPE,
-    .version = 1,
+    .version = 2,
     .entry = "kiln_rope_imrope",
     .source = rope_imrope_source,
     .params = rope_imrope_params,

@@ -19,6 +19,7 @@
 #include <cmocka.h>
 
 #include "kcache_testhost.h"
+#include "cuda_step.h"
 #include "kernel_templates.h"
 #include "nvrtc_compile.h"
 #include "op_describe.h"
@@ -45,8 +46,8 @@ static const shape shapes[] = {
 
 /* Tensors for one shape: activations of capacity 8, a KV cache of 64. */
 typedef struct nodes {
-  kiln_tensor tok, emb, x, norm_w, h, wq, bq, q, qr, kc, vc, att, ff_w, ff, ff2;
-  kiln_node get_rows, rms_norm, mm_q, rope, attn, swiglu, add, mm_ff;
+  kiln_tensor tok, emb, x, norm_w, h, wq, bq, q, qr, kc, vc, att, ff_w, ff, ff2, k;
+  kiln_node get_rows, rms_norm, mm_q, rope, attn, swiglu, add, mm_ff, store_k;
 } nodes;
 
 static kiln_tensor tensor(int32_t id, kiln_type type, kiln_tensor_role role, int64_t ne0,
@@ -96,6 +97,7 @@ static void build(nodes *g, const shape *s, kiln_type wt) {
   g->ff_w = tensor(12, wt, KILN_ROLE_WEIGHT, s->n_ff, s->n_embd, "blk.0.ffn_down.weight");
   g->ff = tensor(13, KILN_TYPE_F32, KILN_ROLE_ACTIVATION, s->n_ff, 8, "blk.0.ffn_swiglu");
   g->ff2 = tensor(14, KILN_TYPE_F32, KILN_ROLE_ACTIVATION, s->n_ff, 8, "blk.0.ffn_up");
+  g->k = tensor(15, KILN_TYPE_F32, KILN_ROLE_ACTIVATION, kvw, 8, "blk.0.rope_k");
   node(&g->get_rows, 0, KILN_OP_GET_ROWS, "inp_embd", &g->emb, &g->tok, NULL, &g->x);
   node(&g->rms_norm, 1, KILN_OP_RMS_NORM, "blk.0.attn_norm", &g->x, &g->norm_w, NULL, &g->h);
   g->rms_norm.p.rms_norm.eps = s->eps;
@@ -110,6 +112,7 @@ static void build(nodes *g, const shape *s, kiln_type wt) {
   node(&g->swiglu, 5, KILN_OP_SWIGLU, "blk.0.ffn_swiglu", &g->ff2, &g->ff2, NULL, &g->ff);
   node(&g->add, 6, KILN_OP_ADD, "blk.0.attn_residual", &g->x, &g->h, NULL, &g->x);
   node(&g->mm_ff, 7, KILN_OP_MUL_MAT, "blk.0.ffn_down", &g->ff_w, &g->ff, NULL, &g->x);
+  node(&g->store_k, 8, KILN_OP_STORE_KV, "blk.0.store_k", &g->k, NULL, NULL, &g->kc);
 }
 
 static unsigned n_checked;
@@ -175,6 +178,8 @@ static void compile_all(kiln_kcompiler *c, const char *arch) {
         check_kernel(d, &g->swiglu, arch);
         KT_ASSERT_OK(kiln_cuda_eltwise_describe(h, c, &g->add, 256, &d));
         check_kernel(d, &g->add, arch);
+        KT_ASSERT_OK(kiln_cuda_store_kv_describe(h, c, &g->store_k, 256, &d));
+        check_kernel(d, &g->store_k, arch);
       }
       free(g);
     }
@@ -265,10 +270,59 @@ static void test_describe_refuses(void **state) {
   kiln_kcache_close(kc);
 }
 
+/* The kernels' step-block indices are cuda_step.h's; every template that
+ * reads the block declares it as its runtime `step` pointer, and none
+ * takes a position (pos0, n_kv) as a parameter of its own, baked or not:
+ * positions change every decode step while the launch does not. (A token
+ * count may be a launch argument: grids are sized by it, so a captured
+ * step is only ever replayed for the token count it was captured with.) */
+static void test_step_block_layout(void **state) {
+  static const struct {
+    const char *name;
+    int index;
+  } fields[] = {{"KILN_STEP_POS0", KILN_CUDA_STEP_POS0},
+                {"KILN_STEP_N_TOKENS", KILN_CUDA_STEP_N_TOKENS},
+                {"KILN_STEP_N_KV", KILN_CUDA_STEP_N_KV}};
+  for (size_t i = 0; i < sizeof fields / sizeof fields[0]; i++) {
+    char want[64];
+    snprintf(want, sizeof want, "#define %s %d\n", fields[i].name, fields[i].index);
+    if (!strstr(kiln_cuda_step_block_source, want))
+      fail_msg("kernels/step_block.cuh.tmpl lacks \"%s\" (cuda_step.h's index)", want);
+  }
+  assert_true(KILN_CUDA_STEP_N_KV < KILN_CUDA_STEP_FIELDS);
+  static const char *const per_step[] = {"pos0", "n_kv", "pos", "position", "n_past"};
+  unsigned readers = 0;
+  for (unsigned ti = 0; ti < kiln_cuda_n_templates; ti++) {
+    const kiln_ktemplate *t = kiln_cuda_templates[ti];
+    const bool reads = strstr(t->source, "step[KILN_STEP_") != NULL;
+    bool has_step = false;
+    for (uint32_t i = 0; i < t->n_params; i++) {
+      const kiln_kparam_decl *p = &t->params[i];
+      for (size_t j = 0; j < sizeof per_step / sizeof per_step[0]; j++)
+        if (strcmp(p->name, per_step[j]) == 0)
+          fail_msg("template %s declares per-step value %s as a parameter; it belongs in the "
+                   "step block",
+                   t->name, p->name);
+      if (strcmp(p->name, "step") == 0) {
+        if (p->kind != KILN_KPARAM_RUNTIME || p->type != KILN_KPARAM_PTR)
+          fail_msg("template %s: step must be a runtime pointer", t->name);
+        has_step = true;
+      }
+    }
+    if (reads != has_step)
+      fail_msg("template %s %s the step block but %s a step parameter", t->name,
+               reads ? "reads" : "does not read", has_step ? "declares" : "does not declare");
+    readers += reads;
+  }
+  printf("%u templates read the step block\n", readers);
+  assert_true(readers >= 3); /* rope, attention, store_kv */
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_every_template_every_arch),
       cmocka_unit_test(test_describe_refuses),
+      cmocka_unit_test(test_step_block_layout),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

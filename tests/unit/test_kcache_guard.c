@@ -51,6 +51,8 @@ static const sample samples[] = {
     {"k", KILN_KPARAM_I64, {4096, 768}, {NULL, NULL}},
     /* bias_add */
     {"n", KILN_KPARAM_I64, {3584, 512}, {NULL, NULL}},
+    /* store_kv */
+    {"width", KILN_KPARAM_I64, {512, 1024}, {NULL, NULL}},
     /* rope, attention */
     {"mode", KILN_KPARAM_STR, {0, 0}, {"NEOX", "NORM"}},
     {"n_rot", KILN_KPARAM_I64, {64, 32}, {NULL, NULL}},
