@@ -92,6 +92,13 @@ int cli_fail(const char *cmd, kiln_status st);
  * CLI_EXIT_USAGE. */
 int cli_usage_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
+/* The backend's numeric modes, the config keys that change its arithmetic
+ * (activations, gemm, precision; those its plugin declares), with their
+ * effective values from rt's configuration (the default when its section
+ * is not declared), as "activations q16, gemm f32" into buf; "" when it
+ * has none. */
+const char *cli_numerics(const kiln_runtime *rt, const char *backend, char *buf, size_t size);
+
 /* Reads a whole file, or standard input when path is "-"; malloc'd,
  * NUL-terminated (the text may hold NULs: use *out_len). At most 64 MiB. */
 kiln_status cli_read_file(const char *path, char **out_text, size_t *out_len);

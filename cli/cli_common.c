@@ -92,6 +92,30 @@ int cli_exit(const cli_common *c, kiln_status st) {
   return c->flags_at_fault ? CLI_EXIT_USAGE : CLI_EXIT_FAIL;
 }
 
+const char *cli_numerics(const kiln_runtime *rt, const char *backend, char *buf, size_t size) {
+  static const char *const modes[] = {"activations", "gemm", "precision"};
+  buf[0] = '\0';
+  kiln_plugin *p = NULL;
+  kiln_status st = kiln_plugin_registry_get(kiln_runtime_plugins((kiln_runtime *)rt), backend, &p);
+  if (st) {
+    kiln_status_free(st);
+    return buf;
+  }
+  const kiln_backend_ops *e = kiln_plugin_entry(p);
+  const kiln_config_section *sec = kiln_config_section_get(kiln_runtime_config(rt), backend);
+  size_t used = 0;
+  for (size_t m = 0; m < sizeof modes / sizeof modes[0]; m++)
+    for (uint32_t k = 0; k < e->n_config_keys; k++) {
+      const kiln_config_key *key = &e->config_keys[k];
+      if (strcmp(key->name, modes[m]) != 0) continue;
+      const char *v = sec ? kiln_config_get_str(sec, key->name) : key->default_value;
+      int w = snprintf(buf + used, size - used, "%s%s %s", used ? ", " : "", key->name,
+                       v ? v : "?");
+      if (w > 0 && (size_t)w < size - used) used += (size_t)w;
+    }
+  return buf;
+}
+
 int cli_fail(const char *cmd, kiln_status st) {
   fprintf(stderr, "kiln %s: error: %s\n", cmd, kiln_status_message(st));
   kiln_status_free(st);

@@ -12,12 +12,15 @@ static void usage(FILE *out) {
         "\n"
         "Lists the backend plugins (kiln-<name>.so) on the plugin search path: the\n"
         "ABI each was built for, whether its hardware is present (device, compute\n"
-        "capability, memory) or why it is unavailable, and any plugin that fails\n"
-        "to load, with the loader's reason.\n",
+        "capability, memory) or why it is unavailable, its numeric modes (the\n"
+        "config keys that change its arithmetic: activations, gemm, precision)\n"
+        "as configured, and any plugin that fails to load, with the loader's\n"
+        "reason.\n",
         out);
 }
 
 typedef struct list_state {
+  kiln_runtime *rt;
   kiln_plugin_registry *r;
   int n, n_bad;
 } list_state;
@@ -46,6 +49,9 @@ static void show(const char *name, const char *path, void *user) {
   } else {
     printf("%-14s unavailable %s\n", "", info.reason);
   }
+  char modes[256];
+  if (cli_numerics(ls->rt, name, modes, sizeof modes)[0])
+    printf("%-14s numerics    %s\n", "", modes);
 }
 
 int cmd_backends(int argc, char **argv) {
@@ -71,7 +77,7 @@ int cmd_backends(int argc, char **argv) {
   kiln_runtime *rt;
   kiln_status st = cli_runtime_open(&cc, &rt);
   if (st) return cli_fail("backends", st);
-  list_state ls = {kiln_runtime_plugins(rt), 0, 0};
+  list_state ls = {rt, kiln_runtime_plugins(rt), 0, 0};
   printf("kiln %s, plugin ABI %d.%d\n\n", kiln_version(), KILN_PLUGIN_ABI_MAJOR, KILN_PLUGIN_ABI_MINOR);
   kiln_plugin_registry_scan(ls.r, show, &ls);
   if (!ls.n) printf("no plugins found (KILN_PLUGIN_PATH or [general] plugin_path add folders)\n");

@@ -109,14 +109,18 @@ static bench_stats stats_of(const bench_test *t, int32_t reps) {
   return b;
 }
 
-/* What the run's arithmetic is: the backend's own setting ([cpu] precision,
- * a CUDA backend's gemm), or "-" when it has none. */
+/* What the run's arithmetic is: the backend's own setting ([cpu]
+ * precision; a CUDA backend's activations and gemm), or "-" when it has
+ * none. */
 static void precision_of(const kiln_config *cfg, const char *backend, char *buf, size_t cap) {
   const kiln_config_section *s = kiln_config_section_get(cfg, backend);
   const char *p = kiln_config_has_key(s, "precision") ? kiln_config_get_str(s, "precision") : NULL;
+  const char *a = kiln_config_has_key(s, "activations") ? kiln_config_get_str(s, "activations") : NULL;
   const char *g = kiln_config_has_key(s, "gemm") ? kiln_config_get_str(s, "gemm") : NULL;
   if (p) snprintf(buf, cap, "%s", p);
-  else if (g) snprintf(buf, cap, "gemm %s", g);
+  else if (a || g)
+    snprintf(buf, cap, "%s%s%s%s%s", a ? "activations " : "", a ? a : "", a && g ? ", " : "",
+             g ? "gemm " : "", g ? g : "");
   else snprintf(buf, cap, "-");
 }
 

@@ -33,6 +33,7 @@
 #include "kiln/plugin.h"
 #include "cuda_step.h"
 #include "nvrtc_compile.h"
+#include "op_describe.h"
 #include "rmsnorm_describe.h"
 
 typedef enum kiln_cuda_prefill {
@@ -48,6 +49,9 @@ typedef struct kiln_cuda_flavor {
   kiln_cuda_rmsnorm_variant norm_prefill; /* batched steps of several tokens */
   uint32_t matvec_warps;                  /* warps per matvec block */
   uint32_t matvec_rows_per_group;         /* weight rows per group of warps (matvec.cu.tmpl) */
+  /* matvec_q's launch shape (activations q16 / q8): warps per block, warps
+   * sharing a row's blocks, rows per group of them. */
+  uint32_t mvq_warps, mvq_k_split, mvq_rows_per_group;
   uint32_t attention_warps;               /* warps per (head, token) block, batched steps */
   uint32_t attention_warps_decode;        /* the same for steps of one token, whose n_head
                                              blocks alone must keep the device busy */
@@ -131,6 +135,26 @@ typedef struct kiln_cuda_node_state {
   kiln_cuda_fn dequant;  /* MUL_MAT weight -> f32 tile for the GEMM */
   int64_t rows_per_token; /* RMS_NORM: rows of the weight's length per column */
   uint32_t prof_kind[2];  /* profile kinds: [0] steps of one token, [1] of several */
+  /* Quantized activations (activations = q16 / q8) and the fused kernels
+   * (cuda_fuse.c). A kernel here is used only where run() finds the nodes
+   * it stands for side by side in the step; otherwise each node runs
+   * alone. */
+  kiln_cuda_fn quantize;        /* MUL_MAT: its input to the xq scratch */
+  kiln_cuda_fn mvq;             /* MUL_MAT: matvec_q of this matrix alone */
+  kiln_cuda_mvq_member mvq_self; /* MUL_MAT: this matrix, for grouping */
+  kiln_cuda_fn mvq_group;       /* MUL_MAT leader: matvec_q of the whole group */
+  const kiln_node *group[3];    /* leader: the group's nodes, in step order (compared by
+                                   address only; the leader is group[0]) */
+  uint32_t n_group;             /* leader: 2 or 3; 0: no group */
+  uint32_t grid_group;          /* leader: blocks of the group launch */
+  kiln_cuda_fn add_norm;        /* RMS_NORM: add_rmsnorm with the producing ADD folded in */
+  kiln_cuda_fn add_norm_q;      /* RMS_NORM: the same, quantizing the normed row */
+  kiln_cuda_fn norm_q;          /* RMS_NORM: add_rmsnorm without the add, quantizing */
+  kiln_cuda_fn swiglu_q;        /* SWIGLU: with its output quantized */
+  /* Profile kinds of the launches above (steps of one token): MUL_MAT:
+   * [0] quantize, [1] mvq, [2] the group; RMS_NORM: [0] add_norm, [1]
+   * add_norm_q, [2] norm_q; SWIGLU: [0] swiglu_q. */
+  uint32_t prof_fused[3];
 } kiln_cuda_node_state;
 
 /* A device buffer for one tensor. The padding contract: none. The
@@ -169,6 +193,16 @@ typedef struct kiln_cuda_backend {
   kiln_nvrtc nv;
   kiln_kcompiler *compiler;
   int poison; /* -1, or the byte every new buffer and scratch is filled with */
+  kiln_cuda_quant act; /* [<plugin>] activations: NONE (f32), Q16 or Q8 */
+  bool fuse;           /* [<plugin>] fuse: run side-by-side nodes as one kernel */
+  /* The quantized-activation scratch: one column of the widest matvec_q
+   * input, grown in prepare(); xq_of is the tensor it holds now, valid
+   * for the pass numbered xq_pass (each pass over a step's nodes takes
+   * the next number in `pass`). */
+  CUdeviceptr xq;
+  uint64_t xq_bytes;
+  const kiln_tensor *xq_of;
+  uint64_t xq_pass, pass;
   /* cuBLAS (batched prefill), created in open() when the flavor has it. */
   cublasHandle_t blas;
   kiln_cuda_gemm_mode gemm;
@@ -286,6 +320,49 @@ kiln_status kiln_cuda_scratch_reserve(kiln_cuda_backend *be, uint64_t bytes,
 /* Rows of a K-wide weight one tile holds. */
 int64_t kiln_cuda_tile_rows(const kiln_cuda_backend *be, int64_t k, int64_t n);
 
+/* ---- a pass over a step's nodes (cuda_node_run.c, cuda_fuse.c,
+ * cuda_run.c): a pass is n tokens from column col at position pos; one per
+ * step, or one per token on cuda-serial's token loop ---- */
+
+/* A node bound for a pass: its state and buffers (b[0..3]: sources,
+ * b[4]: dst), all checked. */
+typedef struct kiln_cuda_bound {
+  const kiln_node *node;
+  const kiln_cuda_node_state *ns;
+  const kiln_cuda_buffer *b[KILN_MAX_SRC + 1];
+} kiln_cuda_bound;
+
+/* The node's prepared state; KILN_STATUS_INVALID_ARGUMENT naming the node
+ * when it was not prepared or has changed since. */
+kiln_status kiln_cuda_node_state_of(const kiln_cuda_backend *be, const kiln_node *node,
+                                    const kiln_cuda_node_state **out);
+/* Every check before a node's launch (cuda_node_run.c's header), into *out. */
+kiln_status kiln_cuda_bind(const kiln_cuda_backend *be, const kiln_step *step,
+                           const kiln_node *node, int32_t n, int32_t col, int32_t pos,
+                           kiln_cuda_bound *out);
+/* The bound node's own launches for the pass; a matvec_q (n == 1 with
+ * quantized activations) finds its input in the scratch already
+ * (kiln_cuda_quantize_input), else KILN_STATUS_INTERNAL. */
+kiln_status kiln_cuda_node_launch(kiln_cuda_backend *be, const kiln_cuda_bound *nb, int32_t n,
+                                  int32_t col, int32_t pos);
+/* Device address of tensor t's column `col` (activations and inputs; other
+ * roles are addressed whole). */
+CUdeviceptr kiln_cuda_col_ptr(const kiln_cuda_buffer *b, const kiln_tensor *t, int32_t col);
+/* Grid of a grid-stride kernel over n items (1 .. 4096 blocks). */
+uint32_t kiln_cuda_stride_grid(long long n, uint32_t block);
+/* Whether the quantized-activation scratch holds t for this pass; which
+ * tensor it holds now. */
+bool kiln_cuda_xq_holds(const kiln_cuda_backend *be, const kiln_tensor *t);
+void kiln_cuda_xq_set(kiln_cuda_backend *be, const kiln_tensor *t);
+/* quantize of MUL_MAT nb's input column col into the scratch. */
+kiln_status kiln_cuda_quantize_input(kiln_cuda_backend *be, const kiln_cuda_bound *nb,
+                                     int32_t col);
+/* The fused launch (cuda_fuse.c) that begins at step->nodes[i] in a pass
+ * of one token, if its nodes are there side by side: *out_used nodes run,
+ * 0 when none applies (then nothing was launched). */
+kiln_status kiln_cuda_fuse_at(kiln_cuda_backend *be, const kiln_step *step, uint32_t i,
+                              int32_t col, int32_t pos, uint32_t *out_used);
+
 /* ---- the profile (cuda_profile.c); every function is a no-op returning
  * NULL when be->prof.on is false ---- */
 
@@ -311,6 +388,10 @@ void kiln_cuda_prof_step_abort(kiln_cuda_backend *be);
 void kiln_cuda_prof_xfer(kiln_cuda_backend *be, int download, uint64_t bytes, double ms);
 /* CLOCK_MONOTONIC in milliseconds. */
 double kiln_cuda_now_ms(void);
+/* The kind labelled `label` (steps of one token when multi is 0), made
+ * when new; bytes: weight bytes one run reads, for GB/s (0: none). */
+kiln_status kiln_cuda_prof_kind_of(kiln_cuda_backend *be, const char *label, uint64_t bytes,
+                                int multi, uint32_t *out_kind);
 /* Reads back every pending record; the stream must be synchronized. */
 kiln_status kiln_cuda_prof_collect(kiln_cuda_backend *be);
 /* Logs the table (host->log, info) and frees the events; for close. */

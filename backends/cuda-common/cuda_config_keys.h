@@ -49,6 +49,28 @@
    .help = "largest f32 tile (MiB) a quantized weight is dequantized into "   \
            "for the prefill GEMMs; larger weights go in several tiles"}
 
+#define KILN_CUDA_KEY_ACTIVATIONS                                             \
+  {.name = "activations",                                                     \
+   .type = KILN_CONFIG_ENUM,                                                  \
+   .default_value = "q16",                                                    \
+   .choices = "f32|q16|q8",                                                   \
+   .help = "how a decode matvec meets a block-quantized weight (Q4_0, Q5_0, " \
+           "Q8_0, Q4_K, Q6_K): f32 = exact, weights dequantized to f32 and "  \
+           "multiplied by f32 activations; q16 = activations rounded per 32 " \
+           "values to 16-bit integers (about 2e-5 relative) for int8 dot "    \
+           "products, much faster, passes parity against cpu:f64; q8 = 8-bit " \
+           "activations as llama.cpp's q8_1 (about 4e-3 relative: LOWER "     \
+           "accuracy, fails the default parity thresholds)"}
+
+#define KILN_CUDA_KEY_FUSE                                                    \
+  {.name = "fuse",                                                            \
+   .type = KILN_CONFIG_BOOL,                                                  \
+   .default_value = "true",                                                   \
+   .help = "run neighbouring nodes as one kernel where one exists (residual " \
+           "add + RMSNorm, RMSNorm or SwiGLU + quantizing the next matvec's " \
+           "input, Q/K/V and gate/up matvecs sharing an input); false runs "  \
+           "every node alone (for comparing the two)"}
+
 #define KILN_CUDA_KEY_ALLOW_LOWER_CC                                          \
   {.name = "allow_lower_cc",                                                  \
    .type = KILN_CONFIG_BOOL,                                                  \

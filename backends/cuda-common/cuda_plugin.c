@@ -121,6 +121,7 @@ static void backend_free(kiln_cuda_backend *be) {
   if (be->compiler) be->host->kcache_unregister_compiler(be->compiler);
   kiln_cuda_blas_close(be);
   if (be->scratch) cu->MemFree(be->scratch);
+  if (be->xq) cu->MemFree(be->xq);
   if (be->step_dev) cu->MemFree(be->step_dev);
   if (be->staging) cu->MemFreeHost(be->staging);
   if (be->stream) cu->StreamDestroy(be->stream);
@@ -137,6 +138,17 @@ static kiln_status read_config(kiln_cuda_backend *be, const kiln_config_section 
   be->device = cfg ? (int)host->cfg_int(cfg, "device") : 0;
   be->poison = cfg ? (int)host->cfg_int(cfg, "poison") : -1;
   be->prof.on = cfg ? host->cfg_bool(cfg, "profile") : false;
+  be->act = KILN_CUDA_QUANT_Q16;
+  be->fuse = cfg ? host->cfg_bool(cfg, "fuse") : true;
+  if (cfg) {
+    const char *a = host->cfg_str(cfg, "activations");
+    if (!a || strcmp(a, "q16") == 0) be->act = KILN_CUDA_QUANT_Q16;
+    else if (strcmp(a, "q8") == 0) be->act = KILN_CUDA_QUANT_Q8;
+    else if (strcmp(a, "f32") == 0) be->act = KILN_CUDA_QUANT_NONE;
+    else
+      return host->status_new(KILN_STATUS_INVALID_ARGUMENT,
+                              "[%s] activations = %s is not f32|q16|q8", fl->name, a);
+  }
   be->prof.step_running = be->prof.step_done = -1;
   *out_allow_lower = cfg && fl->has_allow_lower_cc ? host->cfg_bool(cfg, "allow_lower_cc") : false;
   be->gemm = KILN_CUDA_GEMM_F32;
@@ -242,8 +254,10 @@ kiln_status kiln_cuda_open(void *plugin, const kiln_config_section *cfg, void **
     backend_free(be);
     return st; /* the loader names the backend */
   }
-  host->log(KILN_LOG_INFO, fl->name, "device %d (%s), NVRTC %s%s%s", be->device, be->arch,
-            be->nv.version, fl->prefill == KILN_CUDA_PREFILL_BATCHED ? ", gemm " : "",
+  host->log(KILN_LOG_INFO, fl->name, "device %d (%s), NVRTC %s, activations %s%s%s%s",
+            be->device, be->arch, be->nv.version,
+            be->act == KILN_CUDA_QUANT_NONE ? "f32" : kiln_cuda_quant_name(be->act),
+            be->fuse ? "" : ", fuse off", fl->prefill == KILN_CUDA_PREFILL_BATCHED ? ", gemm " : "",
             fl->prefill != KILN_CUDA_PREFILL_BATCHED   ? ""
             : be->gemm == KILN_CUDA_GEMM_F32           ? "f32"
             : be->gemm == KILN_CUDA_GEMM_TF32          ? "tf32"

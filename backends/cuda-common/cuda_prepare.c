@@ -4,6 +4,7 @@
  * parameters and loaded, so run() never compiles, loads or looks up. */
 #include "config.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -19,6 +20,7 @@
 #define ROPE_BLOCK 128
 /* Weight-row groups below which a matvec splits rows between warps. */
 #define MATVEC_SPLIT_BELOW 4096
+#define QUANTIZE_BLOCK 256
 
 kiln_status kiln_cuda_supports(void *backend, const kiln_node *node) {
   const kiln_cuda_backend *be = backend;
@@ -116,6 +118,179 @@ static kiln_status prepare_mul_mat(kiln_cuda_backend *be, const kiln_node *node,
   return NULL;
 }
 
+/* Makes the quantized-activation scratch hold at least `bytes`. */
+static kiln_status xq_reserve(kiln_cuda_backend *be, uint64_t bytes, const kiln_node *node) {
+  if (bytes <= be->xq_bytes) return NULL;
+  if (be->xq) {
+    KILN_CU_CHECK(be->host, be->cu, node, StreamSynchronize(be->stream));
+    KILN_CU_CHECK(be->host, be->cu, node, MemFree(be->xq));
+    be->xq = 0;
+    be->xq_bytes = 0;
+  }
+  be->xq_of = NULL;
+  KILN_RETURN_IF_ERROR(be->host->status_annotate(kiln_cuda_mem_alloc(be, bytes, node, &be->xq),
+                                                 "the quantized-activation scratch of %llu bytes",
+                                                 (unsigned long long)bytes));
+  be->xq_bytes = bytes;
+  return NULL;
+}
+
+static kiln_cuda_matvec_shape mvq_shape(const kiln_cuda_flavor *fl) {
+  kiln_cuda_matvec_shape s = {fl->mvq_warps, fl->mvq_k_split, fl->mvq_rows_per_group};
+  return s;
+}
+
+/* Blocks of matvec_q over `rows` rows. */
+static uint32_t mvq_blocks(const kiln_cuda_matvec_shape *s, int64_t rows) {
+  const int64_t rpb = (int64_t)(s->warps / s->k_split * s->rows_per_group);
+  return (uint32_t)((rows + rpb - 1) / rpb);
+}
+
+/* A profile label for a matvec_q of n matrices: "matvec_q16 Q4_K 3584x3584
+ * +bias, Q6_K 3584x512 [T=1]". */
+static void mvq_label(const kiln_cuda_backend *be, const kiln_cuda_mvq_member *m, uint32_t n,
+                      char *buf, size_t size) {
+  int used = snprintf(buf, size, "matvec_%s", kiln_cuda_quant_name(be->act));
+  for (uint32_t i = 0; i < n && used > 0 && (size_t)used < size; i++)
+    used += snprintf(buf + used, size - (size_t)used, "%s %s %lldx%lld%s", i ? "," : "",
+                     kiln_type_name(m[i].w_type), (long long)m[i].k, (long long)m[i].rows,
+                     m[i].bias >= 0 ? " +bias" : "");
+  if (used > 0 && (size_t)used < size) snprintf(buf + used, size - (size_t)used, " [T=1]");
+}
+
+/* node (a matvec_q matrix) joins the MUL_MAT just before it when that one
+ * reads the same input with the same row length: a layer's Q, K, V (or
+ * gate, up) become one launch, prepared on the group's first node. */
+static kiln_status prepare_mvq_group(kiln_cuda_backend *be, const kiln_node *node,
+                                     kiln_cuda_node_state *ns) {
+  if (!be->fuse || node->id < 1 || (uint32_t)node->id > be->n_states) return NULL;
+  kiln_cuda_node_state *prev = &be->states[node->id - 1];
+  if (!prev->node || !prev->mvq.fn || prev->snap.src[1] != node->src[1] ||
+      prev->mvq_self.k != ns->mvq_self.k)
+    return NULL;
+  kiln_cuda_node_state *lead = prev;
+  if (node->id >= 2) {
+    kiln_cuda_node_state *pp = &be->states[node->id - 2];
+    if (pp->node && pp->n_group == 2 && pp->group[1] == prev->node) lead = pp;
+  }
+  const uint32_t n = lead == prev ? 2 : 3;
+  kiln_cuda_mvq_member m[3];
+  const kiln_node *nodes[3];
+  for (uint32_t i = 0; i + 1 < n; i++) {
+    const kiln_cuda_node_state *s = &be->states[lead->snap.id + (int32_t)i];
+    m[i] = s->mvq_self;
+    nodes[i] = s->node;
+  }
+  m[n - 1] = ns->mvq_self;
+  nodes[n - 1] = node;
+  const kiln_cuda_matvec_shape shape = mvq_shape(be->fl);
+  kiln_kdesc *d = NULL;
+  kiln_cuda_fn f = {0};
+  KILN_RETURN_IF_ERROR(
+      kiln_cuda_matvec_q_describe(be->host, be->compiler, node, m, n, &shape, be->act, &d));
+  KILN_RETURN_IF_ERROR(get_fn(be, d, node, &f.fn));
+  f.block = 32 * shape.warps;
+  uint32_t grid = 0;
+  for (uint32_t i = 0; i < n; i++) grid += mvq_blocks(&shape, m[i].rows);
+  char label[sizeof be->prof.kinds[0].label];
+  mvq_label(be, m, n, label, sizeof label);
+  uint64_t bytes = 0;
+  for (uint32_t i = 0; i < n; i++)
+    bytes += (uint64_t)kiln_type_row_bytes(m[i].w_type, m[i].k) * (uint64_t)m[i].rows;
+  KILN_RETURN_IF_ERROR(kiln_cuda_prof_kind_of(be, label, bytes, 0, &lead->prof_fused[2]));
+  lead->mvq_group = f;
+  lead->n_group = n;
+  lead->grid_group = grid;
+  for (uint32_t i = 0; i < 3; i++) lead->group[i] = i < n ? nodes[i] : NULL;
+  return NULL;
+}
+
+/* activations = q16 / q8: matvec_q of this matrix, its quantize kernel,
+ * the scratch, and the group it may join. */
+static kiln_status prepare_mvq(kiln_cuda_backend *be, const kiln_node *node,
+                               kiln_cuda_node_state *ns) {
+  if (be->act == KILN_CUDA_QUANT_NONE || !kiln_cuda_matvec_q_ok(node)) return NULL;
+  const kiln_host_api *host = be->host;
+  ns->mvq_self = kiln_cuda_mvq_member_of(node);
+  const kiln_cuda_matvec_shape shape = mvq_shape(be->fl);
+  kiln_kdesc *d = NULL;
+  KILN_RETURN_IF_ERROR(
+      kiln_cuda_matvec_q_describe(host, be->compiler, node, &ns->mvq_self, 1, &shape, be->act, &d));
+  KILN_RETURN_IF_ERROR(get_fn(be, d, node, &ns->mvq.fn));
+  ns->mvq.block = 32 * shape.warps;
+  ns->mvq.per_block = mvq_blocks(&shape, ns->mvq_self.rows); /* the grid, in blocks */
+  KILN_RETURN_IF_ERROR(
+      kiln_cuda_quantize_describe(host, be->compiler, node, be->act, QUANTIZE_BLOCK, &d));
+  KILN_RETURN_IF_ERROR(get_fn(be, d, node, &ns->quantize.fn));
+  ns->quantize.block = QUANTIZE_BLOCK;
+  KILN_RETURN_IF_ERROR(xq_reserve(be, kiln_cuda_xq_col_bytes(ns->mvq_self.k, be->act), node));
+  char label[sizeof be->prof.kinds[0].label];
+  snprintf(label, sizeof label, "quantize %s %lld [T=1]", kiln_cuda_quant_name(be->act),
+           (long long)ns->mvq_self.k);
+  KILN_RETURN_IF_ERROR(kiln_cuda_prof_kind_of(be, label, 0, 0, &ns->prof_fused[0]));
+  mvq_label(be, &ns->mvq_self, 1, label, sizeof label);
+  KILN_RETURN_IF_ERROR(kiln_cuda_prof_kind_of(be, label, node->src[0]->nbytes, 0, &ns->prof_fused[1]));
+  return prepare_mvq_group(be, node, ns);
+}
+
+/* Threads of an add_rmsnorm block for rows of `hidden`: about 4 values a
+ * thread, whole warps. */
+static uint32_t add_norm_block(int64_t hidden) {
+  int64_t b = ((hidden + 3) / 4 + 31) / 32 * 32;
+  return b < 32 ? 32 : b > 1024 ? 1024 : (uint32_t)b;
+}
+
+/* RMS_NORM of whole rows: add_rmsnorm with the producing ADD folded in,
+ * and (activations q16 / q8) quantizing the normed row, with and without
+ * the ADD; run() uses them where the neighbours are there. */
+static kiln_status prepare_norm_fused(kiln_cuda_backend *be, const kiln_node *node,
+                                      kiln_cuda_node_state *ns) {
+  const int64_t hidden = node->src[1]->ne[0];
+  if (!be->fuse || ns->rows_per_token != 1 || node->src[0]->ne[0] != hidden) return NULL;
+  const uint32_t block = add_norm_block(hidden);
+  kiln_kdesc *d = NULL;
+  char label[sizeof be->prof.kinds[0].label];
+  KILN_RETURN_IF_ERROR(kiln_cuda_add_rmsnorm_describe(be->host, be->compiler, node, true,
+                                                      KILN_CUDA_QUANT_NONE, block, &d));
+  KILN_RETURN_IF_ERROR(get_fn(be, d, node, &ns->add_norm.fn));
+  ns->add_norm.block = block;
+  snprintf(label, sizeof label, "add+rms_norm %lld [T=1]", (long long)hidden);
+  KILN_RETURN_IF_ERROR(kiln_cuda_prof_kind_of(be, label, 0, 0, &ns->prof_fused[0]));
+  if (be->act == KILN_CUDA_QUANT_NONE || hidden % 32 != 0) return NULL;
+  KILN_RETURN_IF_ERROR(
+      kiln_cuda_add_rmsnorm_describe(be->host, be->compiler, node, true, be->act, block, &d));
+  KILN_RETURN_IF_ERROR(get_fn(be, d, node, &ns->add_norm_q.fn));
+  ns->add_norm_q.block = block;
+  KILN_RETURN_IF_ERROR(
+      kiln_cuda_add_rmsnorm_describe(be->host, be->compiler, node, false, be->act, block, &d));
+  KILN_RETURN_IF_ERROR(get_fn(be, d, node, &ns->norm_q.fn));
+  ns->norm_q.block = block;
+  KILN_RETURN_IF_ERROR(xq_reserve(be, kiln_cuda_xq_col_bytes(hidden, be->act), node));
+  snprintf(label, sizeof label, "add+rms_norm+%s %lld [T=1]", kiln_cuda_quant_name(be->act),
+           (long long)hidden);
+  KILN_RETURN_IF_ERROR(kiln_cuda_prof_kind_of(be, label, 0, 0, &ns->prof_fused[1]));
+  snprintf(label, sizeof label, "rms_norm+%s %lld [T=1]", kiln_cuda_quant_name(be->act),
+           (long long)hidden);
+  return kiln_cuda_prof_kind_of(be, label, 0, 0, &ns->prof_fused[2]);
+}
+
+/* SWIGLU whose output a matvec_q reads: swiglu_q. */
+static kiln_status prepare_swiglu_fused(kiln_cuda_backend *be, const kiln_node *node,
+                                        kiln_cuda_node_state *ns) {
+  if (!be->fuse || be->act == KILN_CUDA_QUANT_NONE || node->dst->ne[0] % 32 != 0) return NULL;
+  kiln_kdesc *d = NULL;
+  KILN_RETURN_IF_ERROR(
+      kiln_cuda_swiglu_q_describe(be->host, be->compiler, node, be->act, ELTWISE_BLOCK, &d));
+  KILN_RETURN_IF_ERROR(get_fn(be, d, node, &ns->swiglu_q.fn));
+  ns->swiglu_q.block = ELTWISE_BLOCK;
+  KILN_RETURN_IF_ERROR(
+      xq_reserve(be, kiln_cuda_xq_col_bytes(node->dst->ne[0], be->act), node));
+  char label[sizeof be->prof.kinds[0].label];
+  snprintf(label, sizeof label, "swiglu+%s %lld [T=1]", kiln_cuda_quant_name(be->act),
+           (long long)node->dst->ne[0]);
+  return kiln_cuda_prof_kind_of(be, label, 0, 0, &ns->prof_fused[0]);
+}
+
 kiln_status kiln_cuda_prepare(void *backend, const kiln_node *node) {
   kiln_cuda_backend *be = backend;
   const kiln_host_api *host = be->host;
@@ -124,6 +299,7 @@ kiln_status kiln_cuda_prepare(void *backend, const kiln_node *node) {
   kiln_cuda_node_state *ns = NULL;
   KILN_RETURN_IF_ERROR(state_slot(be, node, &ns));
   memset(ns, 0, sizeof *ns);
+  for (int i = 0; i < 3; i++) ns->prof_fused[i] = UINT32_MAX;
   const bool batched = be->fl->prefill == KILN_CUDA_PREFILL_BATCHED && capacity(node) > 1;
   kiln_kdesc *d = NULL;
   kiln_status st = NULL;
@@ -137,9 +313,11 @@ kiln_status kiln_cuda_prepare(void *backend, const kiln_node *node) {
     st = prepare_norm(be, node, be->fl->norm_decode, &ns->decode, &ns->rows_per_token);
     if (!st && batched)
       st = prepare_norm(be, node, be->fl->norm_prefill, &ns->prefill, &ns->rows_per_token);
+    if (!st) st = prepare_norm_fused(be, node, ns);
     break;
   case KILN_OP_MUL_MAT:
     st = prepare_mul_mat(be, node, batched, ns);
+    if (!st) st = prepare_mvq(be, node, ns);
     break;
   case KILN_OP_SLICE: case KILN_OP_SIGMOID_MUL: case KILN_OP_SSM_CONV: case KILN_OP_GDN_GATE:
   case KILN_OP_GATED_DELTA_NET:
@@ -170,6 +348,7 @@ kiln_status kiln_cuda_prepare(void *backend, const kiln_node *node) {
     st = kiln_cuda_eltwise_describe(host, be->compiler, node, ELTWISE_BLOCK, &d);
     if (!st) st = get_fn(be, d, node, &ns->decode.fn);
     ns->decode.block = ELTWISE_BLOCK;
+    if (!st && node->op == KILN_OP_SWIGLU) st = prepare_swiglu_fused(be, node, ns);
     break;
   case KILN_OP_STORE_KV:
     st = kiln_cuda_store_kv_describe(host, be->compiler, node, ELTWISE_BLOCK, &d);

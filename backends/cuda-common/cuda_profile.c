@@ -69,6 +69,13 @@ static kiln_status kind_of(kiln_cuda_backend *be, const char *label, uint64_t by
   return NULL;
 }
 
+kiln_status kiln_cuda_prof_kind_of(kiln_cuda_backend *be, const char *label, uint64_t bytes,
+                                int multi, uint32_t *out_kind) {
+  *out_kind = UINT32_MAX;
+  if (!be->prof.on) return NULL;
+  return kind_of(be, label, bytes, multi, out_kind);
+}
+
 kiln_status kiln_cuda_prof_prepare(kiln_cuda_backend *be, const kiln_node *node,
                                    kiln_cuda_node_state *ns) {
   if (!be->prof.on) return NULL;

@@ -324,10 +324,155 @@ static const kiln_ktemplate add = {
     .help = "ADD: a + b elementwise (residuals)",
 };
 
+/* ---- quantized activations and the fused kernels ------------------------ */
+
+#define QUANT_PARAM                                                        \
+  {"quant", KILN_KPARAM_STR, KILN_KPARAM_BAKED,                            \
+   "activations quantized per 32 values: q16 | q8 (none: not quantized)"}
+
+static const char quantize_source[] =
+#include "quant_mode.cuh.inc"
+#include "act_quant.cuh.inc"
+#include "quantize.cu.inc"
+    ;
+
+static const kiln_kparam_decl quantize_params[] = {
+    QUANT_PARAM,
+    {"k", KILN_KPARAM_I64, KILN_KPARAM_BAKED, "values per column (a multiple of 32)"},
+    BLOCK_SIZE_PARAM,
+    {"x", KILN_KPARAM_PTR, KILN_KPARAM_RUNTIME, "f32 [k, n_cols]"},
+    {"xq", KILN_KPARAM_PTR, KILN_KPARAM_RUNTIME, "quantized columns (act_quant.cuh)"},
+    {"n_cols", KILN_KPARAM_I32, KILN_KPARAM_RUNTIME, "columns (tokens) in this launch"},
+};
+
+static const kiln_ktemplate quantize = {
+    .name = KILN_CUDA_T_QUANTIZE,
+    .version = 1,
+    .entry = "kiln_quantize",
+    .source = quantize_source,
+    .params = quantize_params,
+    .n_params = sizeof quantize_params / sizeof quantize_params[0],
+    .help = "a matvec_q input: f32 columns to integers per 32 values with f32 scales and sums",
+};
+
+static const char matvec_q_source[] =
+#include "quant_mode.cuh.inc"
+#include "act_quant.cuh.inc"
+#include "matvec_q_prims.cuh.inc"
+#include "matvec_q_types.cuh.inc"
+#include "matvec_q.cu.inc"
+    ;
+
+#define MVQ_MATRIX_PARAMS(i)                                                       \
+  {"type" #i, KILN_KPARAM_STR, KILN_KPARAM_BAKED,                                  \
+   "matrix " #i "'s weight type: Q4_0|Q5_0|Q8_0|Q4_K|Q6_K (none: absent)"},        \
+      {"rows" #i, KILN_KPARAM_I64, KILN_KPARAM_BAKED,                              \
+       "matrix " #i "'s rows N (its ne1; 0: absent)"},                             \
+      {"bias" #i, KILN_KPARAM_STR, KILN_KPARAM_BAKED,                              \
+       "matrix " #i "'s bias: none, or its type F32|F16|BF16"}
+
+static const kiln_kparam_decl matvec_q_params[] = {
+    QUANT_PARAM,
+    {"k", KILN_KPARAM_I64, KILN_KPARAM_BAKED, "row length K shared by the matrices: their ne0"},
+    {"warps", KILN_KPARAM_I64, KILN_KPARAM_BAKED, "warps per block (1..32)"},
+    {"k_split", KILN_KPARAM_I64, KILN_KPARAM_BAKED,
+     "warps that share each row's blocks (divides warps; fixes the order of the sum)"},
+    {"rows_per_group", KILN_KPARAM_I64, KILN_KPARAM_BAKED,
+     "consecutive rows per group of k_split warps (1..8), sharing each load of x"},
+    MVQ_MATRIX_PARAMS(0),
+    MVQ_MATRIX_PARAMS(1),
+    MVQ_MATRIX_PARAMS(2),
+    {"w0", KILN_KPARAM_PTR, KILN_KPARAM_RUNTIME, "matrix 0's weight (no padding)"},
+    {"w1", KILN_KPARAM_PTR, KILN_KPARAM_RUNTIME, "matrix 1's weight, or unused"},
+    {"w2", KILN_KPARAM_PTR, KILN_KPARAM_RUNTIME, "matrix 2's weight, or unused"},
+    {"b0", KILN_KPARAM_PTR, KILN_KPARAM_RUNTIME, "matrix 0's bias, or unused"},
+    {"b1", KILN_KPARAM_PTR, KILN_KPARAM_RUNTIME, "matrix 1's bias, or unused"},
+    {"b2", KILN_KPARAM_PTR, KILN_KPARAM_RUNTIME, "matrix 2's bias, or unused"},
+    {"y0", KILN_KPARAM_PTR, KILN_KPARAM_RUNTIME, "matrix 0's output, f32 [rows0, n_cols]"},
+    {"y1", KILN_KPARAM_PTR, KILN_KPARAM_RUNTIME, "matrix 1's output, or unused"},
+    {"y2", KILN_KPARAM_PTR, KILN_KPARAM_RUNTIME, "matrix 2's output, or unused"},
+    {"xq", KILN_KPARAM_PTR, KILN_KPARAM_RUNTIME, "the quantized input columns"},
+    {"n_cols", KILN_KPARAM_I32, KILN_KPARAM_RUNTIME, "columns (tokens) in this launch"},
+};
+
+static const kiln_ktemplate matvec_q = {
+    .name = KILN_CUDA_T_MATVEC_Q,
+    .version = 1,
+    .entry = "kiln_matvec_q",
+    .source = matvec_q_source,
+    .params = matvec_q_params,
+    .n_params = sizeof matvec_q_params / sizeof matvec_q_params[0],
+    .help = "MUL_MAT for decode, activations q16/q8: dp4a dot products of block weights with "
+            "quantized x, up to three matrices sharing x in one launch, biases fused",
+};
+
+static const char add_rmsnorm_source[] =
+#include "quant_mode.cuh.inc"
+#include "act_quant.cuh.inc"
+#include "rmsnorm_common.cuh.inc"
+#include "add_rmsnorm.cu.inc"
+    ;
+
+static const kiln_kparam_decl add_rmsnorm_params[] = {
+    {"eps", KILN_KPARAM_F32, KILN_KPARAM_BAKED,
+     "the RMS_NORM node's epsilon, added to mean(v^2) (bit-exact from the GGUF)"},
+    {"hidden", KILN_KPARAM_I64, KILN_KPARAM_BAKED, "row length: the norm weight's ne0"},
+    {"w_type", KILN_KPARAM_DTYPE, KILN_KPARAM_BAKED, "the norm weight's type: F32|F16|BF16"},
+    BLOCK_SIZE_PARAM,
+    {"add", KILN_KPARAM_I64, KILN_KPARAM_BAKED,
+     "1: the input is a + b (the residual ADD folded in, its sum written); 0: a"},
+    QUANT_PARAM,
+    {"a", KILN_KPARAM_PTR, KILN_KPARAM_RUNTIME, "f32 rows"},
+    {"b", KILN_KPARAM_PTR, KILN_KPARAM_RUNTIME, "f32 rows added to a (add = 1)"},
+    {"sum", KILN_KPARAM_PTR, KILN_KPARAM_RUNTIME, "a + b, the ADD's output (add = 1); may be a or b"},
+    {"w", KILN_KPARAM_PTR, KILN_KPARAM_RUNTIME, "norm weight, hidden values of w_type"},
+    {"y", KILN_KPARAM_PTR, KILN_KPARAM_RUNTIME, "the normed rows, f32"},
+    {"xq", KILN_KPARAM_PTR, KILN_KPARAM_RUNTIME, "y quantized (quant q16/q8)"},
+    {"n_rows", KILN_KPARAM_I32, KILN_KPARAM_RUNTIME, "rows in this launch"},
+};
+
+static const kiln_ktemplate add_rmsnorm = {
+    .name = KILN_CUDA_T_ADD_RMSNORM,
+    .version = 1,
+    .entry = "kiln_add_rmsnorm",
+    .source = add_rmsnorm_source,
+    .params = add_rmsnorm_params,
+    .n_params = sizeof add_rmsnorm_params / sizeof add_rmsnorm_params[0],
+    .help = "residual ADD + RMSNorm (+ quantizing the normed row for matvec_q) in one launch",
+};
+
+static const char swiglu_q_source[] =
+#include "quant_mode.cuh.inc"
+#include "act_quant.cuh.inc"
+#include "swiglu_q.cu.inc"
+    ;
+
+static const kiln_kparam_decl swiglu_q_params[] = {
+    QUANT_PARAM,
+    {"k", KILN_KPARAM_I64, KILN_KPARAM_BAKED, "values per column (a multiple of 32)"},
+    BLOCK_SIZE_PARAM,
+    {"a", KILN_KPARAM_PTR, KILN_KPARAM_RUNTIME, "gate, f32"},
+    {"b", KILN_KPARAM_PTR, KILN_KPARAM_RUNTIME, "up, f32"},
+    {"y", KILN_KPARAM_PTR, KILN_KPARAM_RUNTIME, "silu(a) * b, f32"},
+    {"xq", KILN_KPARAM_PTR, KILN_KPARAM_RUNTIME, "y quantized for the down projection"},
+    {"n_cols", KILN_KPARAM_I32, KILN_KPARAM_RUNTIME, "columns (tokens) in this launch"},
+};
+
+static const kiln_ktemplate swiglu_q = {
+    .name = KILN_CUDA_T_SWIGLU_Q,
+    .version = 1,
+    .entry = "kiln_swiglu_q",
+    .source = swiglu_q_source,
+    .params = swiglu_q_params,
+    .n_params = sizeof swiglu_q_params / sizeof swiglu_q_params[0],
+    .help = "SWIGLU and the quantization of its output for matvec_q in one launch",
+};
+
 const kiln_ktemplate *const kiln_cuda_templates[] = {
     &rmsnorm_row_vec, &rmsnorm_rows, &rmsnorm_row_cc12, &matvec,   &dequant_rows,
     &bias_add,        &get_rows,     &rope,             &attention, &swiglu,
-    &add,             &store_kv,
+    &add,             &store_kv,     &quantize,         &matvec_q,  &add_rmsnorm,
+    &swiglu_q,
     /* qwen35 */
     &kiln_cuda_t_slice, &kiln_cuda_t_sigmoid_mul, &kiln_cuda_t_ssm_conv, &kiln_cuda_t_gdn_gate,
     &kiln_cuda_t_gdn_recurrent, &kiln_cuda_t_gdn_chunked, &kiln_cuda_t_rope_imrope,

@@ -18,6 +18,10 @@
 #define KILN_CUDA_T_SWIGLU "swiglu"
 #define KILN_CUDA_T_ADD "add"
 #define KILN_CUDA_T_STORE_KV "store_kv"
+#define KILN_CUDA_T_QUANTIZE "quantize"
+#define KILN_CUDA_T_MATVEC_Q "matvec_q"
+#define KILN_CUDA_T_ADD_RMSNORM "add_rmsnorm"
+#define KILN_CUDA_T_SWIGLU_Q "swiglu_q"
 /* qwen35 (qwen35_templates.c) */
 #define KILN_CUDA_T_SLICE "slice"
 #define KILN_CUDA_T_SIGMOID_MUL "sigmoid_mul"

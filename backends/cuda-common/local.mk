@@ -16,6 +16,14 @@ kiln_cuda_template_files = \
 	backends/cuda-common/kernels/rmsnorm_row_cc12.cu.tmpl \
 	backends/cuda-common/kernels/step_block.cuh.tmpl \
 	backends/cuda-common/kernels/store_kv.cu.tmpl \
+	backends/cuda-common/kernels/quant_mode.cuh.tmpl \
+	backends/cuda-common/kernels/act_quant.cuh.tmpl \
+	backends/cuda-common/kernels/quantize.cu.tmpl \
+	backends/cuda-common/kernels/matvec_q_prims.cuh.tmpl \
+	backends/cuda-common/kernels/matvec_q_types.cuh.tmpl \
+	backends/cuda-common/kernels/matvec_q.cu.tmpl \
+	backends/cuda-common/kernels/add_rmsnorm.cu.tmpl \
+	backends/cuda-common/kernels/swiglu_q.cu.tmpl \
 	backends/cuda-common/kernels/wtype_select.cuh.tmpl \
 	backends/cuda-common/kernels/wtype_common.cuh.tmpl \
 	backends/cuda-common/kernels/matvec.cu.tmpl \
@@ -63,6 +71,7 @@ backends_cuda_common_libkilncudacommon_la_SOURCES = \
 	backends/cuda-common/op_describe.c \
 	backends/cuda-common/cuda_check.c \
 	backends/cuda-common/matmul_describe.c \
+	backends/cuda-common/fused_describe.c \
 	backends/cuda-common/misc_describe.c \
 	backends/cuda-common/cuda_driver.c \
 	backends/cuda-common/cuda_driver.h \
@@ -75,6 +84,8 @@ backends_cuda_common_libkilncudacommon_la_SOURCES = \
 	backends/cuda-common/cuda_buffers.c \
 	backends/cuda-common/cuda_kernel.c \
 	backends/cuda-common/cuda_prepare.c \
+	backends/cuda-common/cuda_node_run.c \
+	backends/cuda-common/cuda_fuse.c \
 	backends/cuda-common/cuda_run.c \
 	backends/cuda-common/cuda_profile.c \
 	backends/cuda-common/cuda_gemm.c

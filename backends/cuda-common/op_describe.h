@@ -105,6 +105,72 @@ kiln_status kiln_cuda_eltwise_describe(const kiln_host_api *host, kiln_kcompiler
                                        const kiln_node *node, uint32_t block_size,
                                        kiln_kdesc **out_desc);
 
+/* ---- quantized activations (act_quant.cuh) and the fused kernels
+ * (fused_describe.c) ---- */
+
+/* How a matvec's activations meet a block weight ([<plugin>] activations):
+ * f32 (dequantized weights times f32 x: matvec), or x rounded per 32
+ * values to 16 or 8 bits for integer dot products (matvec_q). */
+typedef enum kiln_cuda_quant {
+  KILN_CUDA_QUANT_NONE = 0, /* activations = f32 */
+  KILN_CUDA_QUANT_Q8 = 8,   /* activations = q8 */
+  KILN_CUDA_QUANT_Q16 = 16  /* activations = q16 */
+} kiln_cuda_quant;
+
+/* "none", "q8", "q16": the mode as the templates bake it. */
+const char *kiln_cuda_quant_name(kiln_cuda_quant q);
+
+/* Bytes of one quantized column of k values (act_quant.cuh's
+ * KILN_XQ_COL_STRIDE), k a multiple of 32; 0 for QUANT_NONE. */
+uint64_t kiln_cuda_xq_col_bytes(int64_t k, kiln_cuda_quant q);
+
+/* Whether matvec_q can run MUL_MAT `node`: a block weight (Q4_0, Q5_0,
+ * Q8_0, Q4_K, Q6_K) and no bias or an F32/F16/BF16 one. */
+bool kiln_cuda_matvec_q_ok(const kiln_node *node);
+
+/* What matvec_q needs of one of its matrices, copied from its node at
+ * prepare time (so a group is described without its nodes). */
+typedef struct kiln_cuda_mvq_member {
+  kiln_type w_type;
+  int64_t k, rows;
+  int bias; /* -1: none, else the bias's kiln_type */
+} kiln_cuda_mvq_member;
+
+/* The member record of node (kiln_cuda_matvec_q_ok must hold). */
+kiln_cuda_mvq_member kiln_cuda_mvq_member_of(const kiln_node *node);
+
+/* matvec_q for 1..3 matrices sharing one input (same k) with the launch
+ * shape (as matvec's) and q (Q8 or Q16); node names the errors. Grid
+ * (sum of ceil(rows_m / (warps / k_split * rows_per_group)), n_cols),
+ * block 32 * warps; arguments (w0, w1, w2, b0, b1, b2, y0, y1, y2, xq,
+ * n_cols), unused matrices' pointers 0. */
+kiln_status kiln_cuda_matvec_q_describe(const kiln_host_api *host, kiln_kcompiler *compiler,
+                                        const kiln_node *node, const kiln_cuda_mvq_member *m,
+                                        uint32_t n_members, const kiln_cuda_matvec_shape *shape,
+                                        kiln_cuda_quant q, kiln_kdesc **out_desc);
+
+/* quantize of MUL_MAT node's input (k = the weight's ne0, a multiple of
+ * 32): grid (ceil(k / block_size), n_cols); arguments (x, xq, n_cols). */
+kiln_status kiln_cuda_quantize_describe(const kiln_host_api *host, kiln_kcompiler *compiler,
+                                        const kiln_node *node, kiln_cuda_quant q,
+                                        uint32_t block_size, kiln_kdesc **out_desc);
+
+/* add_rmsnorm for RMS_NORM node (a whole-row norm: its weight as long as
+ * its rows): eps, the row length and the weight type from the node, `add`
+ * (fold the ADD that produced the norm's input in), q (NONE: no
+ * quantized output). Grid n_rows; arguments (a, b, sum, w, y, xq,
+ * n_rows). KILN_STATUS_INVALID_ARGUMENT for a per-head norm, or q with a
+ * row that is not whole 32-value blocks. */
+kiln_status kiln_cuda_add_rmsnorm_describe(const kiln_host_api *host, kiln_kcompiler *compiler,
+                                           const kiln_node *node, bool add, kiln_cuda_quant q,
+                                           uint32_t block_size, kiln_kdesc **out_desc);
+
+/* swiglu_q for SWIGLU node (width a multiple of 32), q Q8 or Q16: grid
+ * (ceil(width / block_size), n_cols); arguments (a, b, y, xq, n_cols). */
+kiln_status kiln_cuda_swiglu_q_describe(const kiln_host_api *host, kiln_kcompiler *compiler,
+                                        const kiln_node *node, kiln_cuda_quant q,
+                                        uint32_t block_size, kiln_kdesc **out_desc);
+
 /* kcache_get for d, then kdesc_free(d) whatever the outcome; errors are
  * annotated with the node. */
 kiln_status kiln_cuda_kernel_get(const kiln_host_api *host, kiln_kdesc *d, const kiln_node *node,

@@ -8,12 +8,14 @@
 #include "cuda_config_keys.h"
 
 static const kiln_config_key keys[] = {KILN_CUDA_KEY_DEVICE, KILN_CUDA_KEY_POISON,
-                                       KILN_CUDA_KEY_PROFILE};
+                                       KILN_CUDA_KEY_PROFILE, KILN_CUDA_KEY_ACTIVATIONS,
+                                       KILN_CUDA_KEY_FUSE};
 
 KILN_CUDA_PLUGIN_ENTRY("cuda-serial",
                        "NVIDIA GPU: prefill one token at a time through the decode kernels", keys,
                        .prefill = KILN_CUDA_PREFILL_SERIAL,
                        .norm_decode = KILN_CUDA_RMSNORM_ROW_VEC,
                        .norm_prefill = KILN_CUDA_RMSNORM_ROW_VEC,
-                       .matvec_warps = 4, .matvec_rows_per_group = 2, .attention_warps = 4,
+                       .matvec_warps = 4, .matvec_rows_per_group = 2,
+                       .mvq_warps = 8, .mvq_k_split = 4, .mvq_rows_per_group = 2, .attention_warps = 4,
                        .attention_warps_decode = 16);

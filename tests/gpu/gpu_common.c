@@ -77,6 +77,21 @@ kiln_runtime *kg_runtime(const kiln_config_override *extra, size_t n_extra) {
   return rt;
 }
 
+const char *const kg_modes[KG_N_MODES] = {"f32", "q16", "q8"};
+const double kg_mode_tol[KG_N_MODES] = {2e-5, 6e-5, 1.2e-2};
+
+kiln_runtime *kg_runtime_mode(const char *activations, bool fuse,
+                              const kiln_config_override *extra, size_t n_extra) {
+  kiln_config_override ov[12];
+  size_t n = 0;
+  for (int b = 0; b < KG_N_BACKENDS; b++) {
+    ov[n++] = (kiln_config_override){kg_backends[b], "activations", activations, "test"};
+    ov[n++] = (kiln_config_override){kg_backends[b], "fuse", fuse ? "true" : "false", "test"};
+  }
+  for (size_t i = 0; i < n_extra && n < 12; i++) ov[n++] = extra[i];
+  return kg_runtime(ov, n);
+}
+
 static kg_metrics finish(double ss_t, double ss_r, double ss_d, double dot, double max_abs,
                          bool finite) {
   kg_metrics m;
@@ -210,6 +225,52 @@ kiln_status kg_run_op(kiln_backend *b, kg_op *op, int32_t n_tokens, int32_t pos0
     st = o->buffer_download(b->ctx, bufs[d], off, (char *)out_dst + off, n);
   }
   for (int i = 0; i < op->n_tensors; i++)
+    if (bufs[i]) o->buffer_free(b->ctx, bufs[i]);
+  return st ? kiln_status_annotate(st, "backend %s", b->name) : NULL;
+}
+
+kiln_node *kg_graph_node(kg_graph *g, kiln_op op, const char *name, int s0, int s1, int s2,
+                         int dst) {
+  if (g->n_nodes >= KG_GRAPH_NODES) fail_msg("kg_graph: more than %d nodes", KG_GRAPH_NODES);
+  kiln_node *n = &g->nodes[g->n_nodes];
+  memset(n, 0, sizeof *n);
+  n->id = g->n_nodes++;
+  n->op = op;
+  n->src[0] = s0 >= 0 ? &g->t[s0] : NULL;
+  n->src[1] = s1 >= 0 ? &g->t[s1] : NULL;
+  n->src[2] = s2 >= 0 ? &g->t[s2] : NULL;
+  n->dst = &g->t[dst];
+  snprintf(n->name, sizeof n->name, "%s", name);
+  return n;
+}
+
+kiln_status kg_run_graph(kiln_backend *b, kg_graph *g, int32_t n_tokens, int32_t pos0,
+                         const int *outs, int n_outs, void *const *out) {
+  const kiln_backend_ops *o = b->ops;
+  void *bufs[KG_GRAPH_TENSORS] = {NULL};
+  const kiln_node *nodes[KG_GRAPH_NODES];
+  kiln_status st = NULL;
+  for (int i = 0; !st && i < g->n_nodes; i++) {
+    nodes[i] = &g->nodes[i];
+    st = o->supports(b->ctx, nodes[i]);
+  }
+  for (int i = 0; !st && i < g->n_tensors; i++) {
+    st = o->buffer_alloc(b->ctx, &g->t[i], &bufs[i]);
+    if (!st && g->data[i]) st = o->buffer_upload(b->ctx, bufs[i], 0, g->data[i], g->t[i].nbytes);
+  }
+  for (int i = 0; !st && i < g->n_nodes; i++) st = o->prepare(b->ctx, nodes[i]);
+  if (!st) {
+    kiln_step step = {nodes, (uint32_t)g->n_nodes, n_tokens, pos0, bufs};
+    st = o->run(b->ctx, &step);
+  }
+  if (!st) st = o->sync(b->ctx);
+  for (int i = 0; !st && i < n_outs; i++) {
+    const kiln_tensor *t = &g->t[outs[i]];
+    uint64_t col = t->ne[1] > 0 ? t->nbytes / (uint64_t)t->ne[1] : t->nbytes;
+    memset(out[i], 0xEE, (size_t)t->nbytes);
+    st = o->buffer_download(b->ctx, bufs[outs[i]], 0, out[i], col * (uint64_t)n_tokens);
+  }
+  for (int i = 0; i < g->n_tensors; i++)
     if (bufs[i]) o->buffer_free(b->ctx, bufs[i]);
   return st ? kiln_status_annotate(st, "backend %s", b->name) : NULL;
 }

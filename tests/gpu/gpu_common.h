@@ -29,6 +29,18 @@ int kg_gate(const char *test);
  * declared, and `extra` overrides after those. Fails the test on error. */
 kiln_runtime *kg_runtime(const kiln_config_override *extra, size_t n_extra);
 
+/* kg_runtime with every CUDA section's activations mode ("f32", "q16",
+ * "q8") and fuse flag set, and `extra` after those. */
+kiln_runtime *kg_runtime_mode(const char *activations, bool fuse,
+                              const kiln_config_override *extra, size_t n_extra);
+
+/* The three activation modes and the relative L2 error each must keep a
+ * matvec within, against f64 (q16: x rounded to 16 bits per 32 values,
+ * about 1.5e-5 for uniform x; q8: 8 bits, about 4e-3). */
+#define KG_N_MODES 3
+extern const char *const kg_modes[KG_N_MODES];
+extern const double kg_mode_tol[KG_N_MODES];
+
 /* Per-position metrics of test against ref (n values). */
 typedef struct kg_metrics {
   double rel_l2;     /* ||test - ref|| / ||ref|| */
@@ -93,6 +105,30 @@ void kg_written_bytes(const kg_op *op, int32_t n_tokens, int32_t pos0, uint64_t 
  * Returns the first error (prepare's or run's), annotated with the
  * backend. */
 kiln_status kg_run_op(kiln_backend *b, kg_op *op, int32_t n_tokens, int32_t pos0, void *out_dst);
+
+/* Several nodes as one step (as the executor runs a layer): tensors with
+ * ids 0 .. n_tensors-1 and their host data (NULL: not uploaded), nodes
+ * with ids 0 .. n_nodes-1 in step order. */
+#define KG_GRAPH_TENSORS 24
+#define KG_GRAPH_NODES 12
+typedef struct kg_graph {
+  kiln_tensor t[KG_GRAPH_TENSORS];
+  const void *data[KG_GRAPH_TENSORS];
+  int n_tensors;
+  kiln_node nodes[KG_GRAPH_NODES];
+  int n_nodes;
+} kg_graph;
+
+/* Adds node op(name, srcs..., dst) with the next id; returns it. */
+kiln_node *kg_graph_node(kg_graph *g, kiln_op op, const char *name, int s0, int s1, int s2,
+                         int dst);
+
+/* Allocates every tensor's buffer, uploads data[], prepares every node
+ * in order, runs them as one step of n_tokens at pos0, syncs, and
+ * downloads the first n_tokens columns of each tensor named in outs[]
+ * into out[i] (its nbytes; the rest 0xEE); frees the buffers. */
+kiln_status kg_run_graph(kiln_backend *b, kg_graph *g, int32_t n_tokens, int32_t pos0,
+                         const int *outs, int n_outs, void *const *out);
 
 /* ---- data ---- */
 

@@ -8,7 +8,7 @@ tests_gpu_libkilngputest_la_SOURCES = tests/gpu/gpu_common.c tests/gpu/gpu_commo
 tests_gpu_libkilngputest_la_CFLAGS = $(TEST_CFLAGS)
 
 kiln_gpu_tests = tests/gpu/test_gpu_ops tests/gpu/test_gpu_rmsnorm tests/gpu/test_gpu_golden \
-	tests/gpu/test_gpu_qwen35 tests/gpu/test_gpu_bounds
+	tests/gpu/test_gpu_qwen35 tests/gpu/test_gpu_bounds tests/gpu/test_gpu_matvec_q
 check_PROGRAMS += $(kiln_gpu_tests)
 TESTS += $(kiln_gpu_tests)
 kiln_gpu_test_libs = tests/gpu/libkilngputest.la $(TEST_LIBS)
@@ -33,6 +33,20 @@ $(tests_gpu_test_gpu_qwen35_OBJECTS): cli/kiln$(EXEEXT)
 tests_gpu_test_gpu_bounds_SOURCES = tests/gpu/test_gpu_bounds.c
 tests_gpu_test_gpu_bounds_CFLAGS = $(TEST_CFLAGS)
 tests_gpu_test_gpu_bounds_LDADD = $(kiln_gpu_test_libs)
+
+tests_gpu_test_gpu_matvec_q_SOURCES = tests/gpu/test_gpu_matvec_q.c
+tests_gpu_test_gpu_matvec_q_CFLAGS = $(TEST_CFLAGS)
+tests_gpu_test_gpu_matvec_q_LDADD = $(kiln_gpu_test_libs)
+
+# matvec_q's block decoders compiled for the host (C++): no device, no CUDA.
+check_PROGRAMS += tests/unit/test_matvec_q_host
+TESTS += tests/unit/test_matvec_q_host
+tests_unit_test_matvec_q_host_SOURCES = tests/unit/test_matvec_q_host.cc \
+	tests/unit/matvec_q_host_prims.h tests/unit/matvec_q_host_check.h
+tests_unit_test_matvec_q_host_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/tests/gpu \
+	-I$(top_srcdir)/backends/cuda-common/kernels
+tests_unit_test_matvec_q_host_CXXFLAGS = $(CMOCKA_CFLAGS) -I$(top_srcdir)/tests -std=gnu++17
+tests_unit_test_matvec_q_host_LDADD = $(kiln_gpu_test_libs)
 
 # CI-side checks of the CUDA code that need no device: the plugins load
 # and report themselves (libkiln only, through the loader), and every

@@ -12,7 +12,9 @@
  *     path takes and an odd K the scalar path takes), T = 1..9 tokens (one
  *     token: the matvec; several: cuda-serial's token loop, the batched
  *     backends' dequantize-and-GEMM), with and without an F16 bias of 37
- *     values (74 bytes);
+ *     values (74 bytes), in every activations mode (f32: matvec; q16 and
+ *     q8: quantize and matvec_q for the block types), each within its
+ *     mode's tolerance against f64 (gpu_common.h, kg_mode_tol);
  *   - GET_ROWS of every type whose ids include the table's last row;
  *   - RMSNorm with a norm weight of an odd length;
  *   - attention whose KV cache holds exactly the positions the step reads.
@@ -37,7 +39,7 @@
 
 #define N_ROWS 37
 #define MAX_T 9
-#define TOL 2e-5
+#define TOL 2e-5 /* f32 paths: the non-matvec cases */
 
 typedef struct mv_case {
   kiln_type type;
@@ -53,8 +55,10 @@ static const mv_case mv_cases[] = {
 };
 #define N_MV_CASES (sizeof mv_cases / sizeof mv_cases[0])
 
-/* One MUL_MAT on backend `be`; returns 1 on a failure (printed). */
-static int mul_mat_case(kiln_backend *be, const mv_case *c, int32_t T, bool bias) {
+/* One MUL_MAT on backend `be` in activations mode `mode`; returns 1 on a
+ * failure (printed). */
+static int mul_mat_case(kiln_backend *be, int mode, const mv_case *c, int32_t T, bool bias) {
+  const double tol = kg_mode_tol[mode];
   const int64_t K = c->k;
   kg_rng r = kg_rng_new((uint64_t)(K * 131 + c->type * 17 + T * 3 + bias));
   kg_op op;
@@ -80,8 +84,8 @@ static int mul_mat_case(kiln_backend *be, const mv_case *c, int32_t T, bool bias
   kiln_status st = kg_run_op(be, &op, T, 0, y);
   int bad = 0;
   if (st) {
-    printf("  FAIL %-12s mul_mat %-4s K=%lld T=%d%s: %s\n", be->name, kiln_type_name(c->type),
-           (long long)K, T, bias ? " +bias" : "", kiln_status_message(st));
+    printf("  FAIL %-12s %-3s mul_mat %-4s K=%lld T=%d%s: %s\n", be->name, kg_modes[mode],
+           kiln_type_name(c->type), (long long)K, T, bias ? " +bias" : "", kiln_status_message(st));
     kiln_status_free(st);
     bad = 1;
   } else {
@@ -94,13 +98,13 @@ static int mul_mat_case(kiln_backend *be, const mv_case *c, int32_t T, bool bias
         for (int64_t k = 0; k < K; k++) ref[n] += (double)wv[n * K + k] * x[t * K + k];
       }
       kg_metrics m = kg_compare_f64(y + t * N_ROWS, ref, N_ROWS);
-      if (!kg_close(&m, TOL)) bad = 1;
+      if (!kg_close(&m, tol)) bad = 1;
       if (!(m.rel_l2 <= worst)) worst = m.rel_l2;
       if (!(fabs(m.norm_ratio - 1) <= worst_dev)) worst_dev = fabs(m.norm_ratio - 1);
     }
-    printf("  %-12s mul_mat %-4s K=%-4lld T=%d%s: max rel L2 %.2e, max |ratio-1| %.2e%s\n",
-           be->name, kiln_type_name(c->type), (long long)K, T, bias ? " +bias" : "      ", worst,
-           worst_dev, bad ? "  FAIL" : "");
+    printf("  %-12s %-3s mul_mat %-4s K=%-4lld T=%d%s: max rel L2 %.2e, max |ratio-1| %.2e%s\n",
+           be->name, kg_modes[mode], kiln_type_name(c->type), (long long)K, T,
+           bias ? " +bias" : "      ", worst, worst_dev, bad ? "  FAIL" : "");
     free(wv);
     free(bv);
   }
@@ -111,21 +115,26 @@ static int mul_mat_case(kiln_backend *be, const mv_case *c, int32_t T, bool bias
   return bad;
 }
 
+/* Every activations mode: f32 (matvec), q16 and q8 (quantize + matvec_q
+ * for the block types). */
 static void test_mul_mat_exact_end(void **state) {
-  kiln_runtime *rt = kg_runtime(NULL, 0);
   int bad = 0, n = 0;
-  for (int bi = 0; bi < KG_N_BACKENDS; bi++) {
-    kiln_backend *be = kg_backend_open(rt, kg_backends[bi]);
-    for (size_t ci = 0; ci < N_MV_CASES; ci++)
-      for (int32_t T = 1; T <= MAX_T; T++)
-        for (int bias = 0; bias < 2; bias++) {
-          if (bias && T != 1 && T != MAX_T) continue; /* the bias at both ends of T */
-          bad += mul_mat_case(be, &mv_cases[ci], T, bias);
-          n++;
-        }
-    kiln_backend_close(be);
+  for (int mode = 0; mode < KG_N_MODES; mode++) {
+    kiln_runtime *rt = kg_runtime_mode(kg_modes[mode], true, NULL, 0);
+    for (int bi = 0; bi < KG_N_BACKENDS; bi++) {
+      kiln_backend *be = kg_backend_open(rt, kg_backends[bi]);
+      for (size_t ci = 0; ci < N_MV_CASES; ci++)
+        for (int32_t T = 1; T <= MAX_T; T++)
+          for (int bias = 0; bias < 2; bias++) {
+            if (bias && T != 1 && T != MAX_T) continue; /* the bias at both ends of T */
+            if (mode && T > 2 && T < MAX_T) continue; /* quantized modes: T = 1, 2, 9 */
+            bad += mul_mat_case(be, mode, &mv_cases[ci], T, bias);
+            n++;
+          }
+      kiln_backend_close(be);
+    }
+    kiln_runtime_free(rt);
   }
-  kiln_runtime_free(rt);
   printf("mul_mat with exact-end tensors: %d of %d cases failed\n", bad, n);
   assert_int_equal(bad, 0);
 }

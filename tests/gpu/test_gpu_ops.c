@@ -144,24 +144,38 @@ static int run_mv_cases(kiln_backend *be, uint8_t poison, mv_result res[N_MV_TYP
   return bad;
 }
 
+static int compare_poisons(mv_result res[2][KG_N_BACKENDS][N_MV_TYPES][N_MV_KS][2],
+                           const char *mode);
+
+/* In the f32 and q16 activations modes (matvec and quantize + matvec_q). */
 static void test_quantized_matvec_poison(void **state) {
   static mv_result res[2][KG_N_BACKENDS][N_MV_TYPES][N_MV_KS][2];
   int bad = 0;
+  for (int mv_mode = 0; mv_mode < 2; mv_mode++)
   for (int p = 0; p < 2; p++) {
     char v[8];
     snprintf(v, sizeof v, "%d", poisons[p]);
     kiln_config_override ov[] = {{"cuda-serial", "poison", v, "test"},
                                  {"cuda-batched", "poison", v, "test"},
                                  {"cuda-cc120", "poison", v, "test"}};
-    kiln_runtime *rt = kg_runtime(ov, 3);
+    kiln_runtime *rt = kg_runtime_mode(kg_modes[mv_mode], true, ov, 3);
     for (int b = 0; b < KG_N_BACKENDS; b++) {
       kiln_backend *be = kg_backend_open(rt, kg_backends[b]);
       bad += run_mv_cases(be, poisons[p], res[p][b]);
       kiln_backend_close(be);
     }
     kiln_runtime_free(rt);
+    if (p == 1) bad += compare_poisons(res, kg_modes[mv_mode]);
   }
-  /* unchanged when the poison changes: the step's columns bit for bit */
+  printf("quantized matvec with poison: %d failures\n", bad);
+  assert_int_equal(bad, 0);
+}
+
+/* The step's columns are bit for bit the same under both poisons; frees
+ * the results. */
+static int compare_poisons(mv_result res[2][KG_N_BACKENDS][N_MV_TYPES][N_MV_KS][2],
+                           const char *mode) {
+  int bad = 0;
   for (int b = 0; b < KG_N_BACKENDS; b++)
     for (int ti = 0; ti < N_MV_TYPES; ti++)
       for (int ki = 0; ki < N_MV_KS; ki++)
@@ -169,22 +183,22 @@ static void test_quantized_matvec_poison(void **state) {
           mv_result *a = &res[0][b][ti][ki][tt], *c = &res[1][b][ti][ki][tt];
           if (!a->refused && !c->refused &&
               memcmp(a->y, c->y, (size_t)(tt ? 3 : 1) * MV_N * sizeof(float)) != 0) {
-            printf("  FAIL %s %s K=%lld T=%d: results differ between poison 0xFF and 0x5A\n",
-                   kg_backends[b], kiln_type_name(mv_types[ti]), (long long)mv_ks[ki],
+            printf("  FAIL %s %s %s K=%lld T=%d: results differ between poison 0xFF and 0x5A\n",
+                   kg_backends[b], mode, kiln_type_name(mv_types[ti]), (long long)mv_ks[ki],
                    tt ? 3 : 1);
             bad++;
           }
           free(a->y);
           free(c->y);
+          a->y = c->y = NULL;
         }
-  printf("quantized matvec with poison: %d failures\n", bad);
-  assert_int_equal(bad, 0);
+  return bad;
 }
 
 /* ---- MUL_MAT of every type, with bias ---------------------------------------- */
 
 static void test_mul_mat_every_type(void **state) {
-  kiln_runtime *rt = kg_runtime(NULL, 0);
+  kiln_runtime *rt = kg_runtime_mode("f32", true, NULL, 0);
   int bad = 0;
   const int64_t K = 512, N = 37, CAP = 6;
   for (int b = 0; b < KG_N_BACKENDS; b++) {
@@ -380,7 +394,7 @@ static int attention_random(kiln_runtime *rt, kiln_backend **gpus, int hd, int n
 }
 
 static void test_attention(void **state) {
-  kiln_runtime *rt = kg_runtime(NULL, 0);
+  kiln_runtime *rt = kg_runtime_mode("f32", true, NULL, 0);
   kiln_backend *gpus[KG_N_BACKENDS];
   open_gpus(rt, gpus);
   int bad = attention_huge(rt, gpus);
@@ -416,7 +430,7 @@ static int rope_case(kiln_runtime *rt, kiln_backend **gpus, kiln_rope_mode mode,
 }
 
 static void test_rope_norm_eltwise(void **state) {
-  kiln_runtime *rt = kg_runtime(NULL, 0);
+  kiln_runtime *rt = kg_runtime_mode("f32", true, NULL, 0);
   kiln_backend *gpus[KG_N_BACKENDS];
   open_gpus(rt, gpus);
   int bad = 0;
@@ -494,7 +508,7 @@ static void test_rope_norm_eltwise(void **state) {
 
 /* GET_ROWS of every type, bit-exact to kiln_dequantize; a bad id refused. */
 static void test_get_rows(void **state) {
-  kiln_runtime *rt = kg_runtime(NULL, 0);
+  kiln_runtime *rt = kg_runtime_mode("f32", true, NULL, 0);
   int bad = 0;
   const int64_t H = 512, V = 20;
   const int32_t ids[4] = {3, 0, 19, 7};

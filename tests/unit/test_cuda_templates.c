@@ -134,6 +134,64 @@ static void check_kernel(kiln_kdesc *d, const kiln_node *nd, const char *arch) {
   n_checked++;
 }
 
+/* The quantized-activation kernels: add_rmsnorm in every (add, quant),
+ * swiglu_q, and quantize in both widths. */
+static void compile_fused(kiln_kcompiler *c, nodes *g, const char *arch) {
+  const kiln_host_api *h = kt_kcache_host();
+  static const kiln_cuda_quant qs[] = {KILN_CUDA_QUANT_Q16, KILN_CUDA_QUANT_Q8};
+  kiln_kdesc *d;
+  for (int add = 0; add < 2; add++) {
+    KT_ASSERT_OK(kiln_cuda_add_rmsnorm_describe(h, c, &g->rms_norm, add, KILN_CUDA_QUANT_NONE,
+                                                g->rms_norm.src[1]->ne[0] > 2048 ? 1024 : 128, &d));
+    check_kernel(d, &g->rms_norm, arch);
+  }
+  for (size_t i = 0; i < 2; i++) {
+    if (g->rms_norm.src[1]->ne[0] % 32 == 0)
+      for (int add = 0; add < 2; add++) {
+        KT_ASSERT_OK(kiln_cuda_add_rmsnorm_describe(h, c, &g->rms_norm, add, qs[i], 1024, &d));
+        check_kernel(d, &g->rms_norm, arch);
+      }
+    if (g->swiglu.dst->ne[0] % 32 == 0) {
+      KT_ASSERT_OK(kiln_cuda_swiglu_q_describe(h, c, &g->swiglu, qs[i], 256, &d));
+      check_kernel(d, &g->swiglu, arch);
+    }
+  }
+}
+
+/* matvec_q for a block type: alone (with and without a bias), in both
+ * widths and the flavors' shapes, and as the middle of a group whose
+ * other matrices have other block types. */
+static void compile_matvec_q(kiln_kcompiler *c, nodes *g, const char *arch) {
+  const kiln_host_api *h = kt_kcache_host();
+  if (!kiln_cuda_matvec_q_ok(&g->mm_q)) return;
+  static const kiln_cuda_matvec_shape mv[] = {{8, 4, 2}, {4, 2, 2}, {4, 1, 1}};
+  static const kiln_cuda_quant qs[] = {KILN_CUDA_QUANT_Q16, KILN_CUDA_QUANT_Q8};
+  kiln_kdesc *d;
+  for (size_t qi = 0; qi < 2; qi++) {
+    KT_ASSERT_OK(kiln_cuda_quantize_describe(h, c, &g->mm_q, qs[qi], 256, &d));
+    check_kernel(d, &g->mm_q, arch);
+    for (size_t f = 0; f < sizeof mv / sizeof mv[0]; f++) {
+      kiln_cuda_mvq_member m[3] = {kiln_cuda_mvq_member_of(&g->mm_q)};
+      KT_ASSERT_OK(kiln_cuda_matvec_q_describe(h, c, &g->mm_q, m, 1, &mv[f], qs[qi], &d));
+      check_kernel(d, &g->mm_q, arch);
+      m[0].bias = -1;
+      KT_ASSERT_OK(kiln_cuda_matvec_q_describe(h, c, &g->mm_q, m, 1, &mv[f], qs[qi], &d));
+      check_kernel(d, &g->mm_q, arch);
+    }
+    /* Q8_0 and Q6_K neighbours (rows not a multiple of the block's rows) */
+    kiln_cuda_mvq_member m[3] = {kiln_cuda_mvq_member_of(&g->mm_q),
+                                 kiln_cuda_mvq_member_of(&g->mm_q),
+                                 kiln_cuda_mvq_member_of(&g->mm_q)};
+    m[0].w_type = KILN_TYPE_Q8_0;
+    m[0].rows = 37;
+    m[2].w_type = m[0].k % 256 == 0 ? KILN_TYPE_Q6_K : KILN_TYPE_Q5_0;
+    m[2].rows = 19;
+    m[2].bias = KILN_TYPE_F16;
+    KT_ASSERT_OK(kiln_cuda_matvec_q_describe(h, c, &g->mm_q, m, 3, &mv[0], qs[qi], &d));
+    check_kernel(d, &g->mm_q, arch);
+  }
+}
+
 static void compile_all(kiln_kcompiler *c, const char *arch) {
   const kiln_host_api *h = kt_kcache_host();
   static const kiln_cuda_rmsnorm_variant variants[] = {
@@ -161,6 +219,7 @@ static void compile_all(kiln_kcompiler *c, const char *arch) {
         KT_ASSERT_OK(kiln_cuda_dequant_describe(h, c, &g->mm_q, 256, &d));
         check_kernel(d, &g->mm_q, arch);
       }
+      compile_matvec_q(c, g, arch);
       if (ti == 0) { /* the type-independent kernels once per shape */
         KT_ASSERT_OK(kiln_cuda_bias_describe(h, c, &g->mm_q, 256, &d));
         check_kernel(d, &g->mm_q, arch);
@@ -180,6 +239,7 @@ static void compile_all(kiln_kcompiler *c, const char *arch) {
         check_kernel(d, &g->add, arch);
         KT_ASSERT_OK(kiln_cuda_store_kv_describe(h, c, &g->store_k, 256, &d));
         check_kernel(d, &g->store_k, arch);
+        compile_fused(c, g, arch);
       }
       free(g);
     }

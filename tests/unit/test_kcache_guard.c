@@ -53,6 +53,18 @@ static const sample samples[] = {
     {"n", KILN_KPARAM_I64, {3584, 512}, {NULL, NULL}},
     /* store_kv */
     {"width", KILN_KPARAM_I64, {512, 1024}, {NULL, NULL}},
+    /* quantize, matvec_q, add_rmsnorm, swiglu_q */
+    {"quant", KILN_KPARAM_STR, {0, 0}, {"q16", "q8"}},
+    {"add", KILN_KPARAM_I64, {1, 0}, {NULL, NULL}},
+    {"type0", KILN_KPARAM_STR, {0, 0}, {"Q4_K", "Q6_K"}},
+    {"type1", KILN_KPARAM_STR, {0, 0}, {"Q6_K", "Q8_0"}},
+    {"type2", KILN_KPARAM_STR, {0, 0}, {"Q4_0", "Q5_0"}},
+    {"rows0", KILN_KPARAM_I64, {3584, 512}, {NULL, NULL}},
+    {"rows1", KILN_KPARAM_I64, {512, 3584}, {NULL, NULL}},
+    {"rows2", KILN_KPARAM_I64, {512, 18944}, {NULL, NULL}},
+    {"bias0", KILN_KPARAM_STR, {0, 0}, {"F32", "none"}},
+    {"bias1", KILN_KPARAM_STR, {0, 0}, {"F16", "none"}},
+    {"bias2", KILN_KPARAM_STR, {0, 0}, {"BF16", "none"}},
     /* rope, attention */
     {"mode", KILN_KPARAM_STR, {0, 0}, {"NEOX", "NORM"}},
     {"n_rot", KILN_KPARAM_I64, {64, 32}, {NULL, NULL}},

@@ -1,0 +1,68 @@
+/* Host versions of matvec_q_prims.cuh (backends/cuda-common/kernels), for
+ * test_matvec_q_host.cc: the same loads, f16 conversion and dp4a of each
+ * signedness, in plain C++. Every load checks the alignment the device
+ * load needs (a misaligned device load faults), so the decoders' address
+ * arithmetic is checked too. Included inside each width's namespace, after
+ * act_quant.cuh.tmpl. Not a header of its own: no include guard. */
+typedef unsigned char kiln_u8;
+
+static inline void kiln_host_aligned(const void *p, unsigned a, const char *what) {
+  if ((uintptr_t)p % a != 0) fail_msg("%s at %p is not %u-byte aligned", what, p, a);
+}
+static inline unsigned kiln_host_u32(const kiln_u8 *p) {
+  return (unsigned)p[0] | (unsigned)p[1] << 8 | (unsigned)p[2] << 16 | (unsigned)p[3] << 24;
+}
+static inline float kiln_mq_half(unsigned h) { return kiln_f16_to_f32((uint16_t)h); }
+static inline uint4 kiln_ldw16(const kiln_u8 *p) {
+  kiln_host_aligned(p, 16, "a 16-byte weight load");
+  return make_uint4(kiln_host_u32(p), kiln_host_u32(p + 4), kiln_host_u32(p + 8),
+                    kiln_host_u32(p + 12));
+}
+static inline unsigned kiln_ldw_u16(const kiln_u8 *p) {
+  kiln_host_aligned(p, 2, "a 2-byte weight load");
+  return (unsigned)p[0] | (unsigned)p[1] << 8;
+}
+static inline unsigned kiln_ldw_u8(const kiln_u8 *p) { return p[0]; }
+static inline unsigned kiln_ldw_b2(const kiln_u8 *p) {
+  return kiln_ldw_u16(p) | (kiln_ldw_u16(p + 2) << 16);
+}
+static inline unsigned kiln_ldx4(const kiln_u8 *p) {
+  kiln_host_aligned(p, 4, "a 4-byte activation load");
+  return kiln_host_u32(p);
+}
+static inline uint2 kiln_ldx8(const kiln_u8 *p) {
+  kiln_host_aligned(p, 8, "an 8-byte activation load");
+  return make_uint2(kiln_host_u32(p), kiln_host_u32(p + 4));
+}
+static inline uint4 kiln_ldx16(const kiln_u8 *p) {
+  kiln_host_aligned(p, 16, "a 16-byte activation load");
+  return make_uint4(kiln_host_u32(p), kiln_host_u32(p + 4), kiln_host_u32(p + 8),
+                    kiln_host_u32(p + 12));
+}
+static inline float2 kiln_ldxs(const kiln_u8 *xq, int k, int blk) {
+  const kiln_u8 *p = xq + KILN_XQ_S_OFF(k) + 8 * (long long)blk;
+  kiln_host_aligned(p, 8, "an activation scale load");
+  float2 f;
+  memcpy(&f.x, p, 4);
+  memcpy(&f.y, p + 4, 4);
+  return f;
+}
+static inline int kiln_ldxi(const kiln_u8 *xq, int k, int run) {
+  const kiln_u8 *p = xq + KILN_XQ_I_OFF(k) + 4 * (long long)run;
+  kiln_host_aligned(p, 4, "an activation sum load");
+  return (int)kiln_host_u32(p);
+}
+/* dp4a: c + the sum of the four byte products, each byte signed (s) or
+ * unsigned (u) as named. */
+static inline int kiln_host_dp4a(unsigned a, unsigned b, int c, bool sa, bool sb) {
+  for (int i = 0; i < 4; i++) {
+    const int x = sa ? (int)(signed char)(a >> (8 * i)) : (int)((a >> (8 * i)) & 255u);
+    const int y = sb ? (int)(signed char)(b >> (8 * i)) : (int)((b >> (8 * i)) & 255u);
+    c += x * y;
+  }
+  return c;
+}
+static inline int kiln_dp4a_ss(unsigned a, unsigned b, int c) { return kiln_host_dp4a(a, b, c, true, true); }
+static inline int kiln_dp4a_su(unsigned a, unsigned b, int c) { return kiln_host_dp4a(a, b, c, true, false); }
+static inline int kiln_dp4a_us(unsigned a, unsigned b, int c) { return kiln_host_dp4a(a, b, c, false, true); }
+static inline int kiln_dp4a_uu(unsigned a, unsigned b, int c) { return kiln_host_dp4a(a, b, c, false, false); }

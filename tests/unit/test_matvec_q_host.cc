@@ -1,0 +1,131 @@
+/* matvec_q's block decoders (backends/cuda-common/kernels/
+ * matvec_q_types.cuh.tmpl) compiled for the host, both activation widths:
+ * for every block type, rows of GGUF blocks packed field by field
+ * (tests/gpu's kg_pack_weight: every quant bit pattern) times x quantized
+ * in act_quant.cuh's layout, every lane's share of every block added,
+ * must equal the f64 sum of the dequantized weights (kiln_dequantize)
+ * times the quantized x within f32 rounding (1e-6 of the sum of |terms|).
+ * A decoder that takes a wrong nibble, high bit, scale or run, or a lane
+ * mapping that misses or repeats a value, is off by far more; a load
+ * whose address breaks the alignment the device needs fails (the host
+ * primitives check it). No GPU needed: the GPU suites (test_gpu_matvec_q)
+ * check the same arithmetic inside the kernels on the device. */
+#include "config.h"
+
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+extern "C" {
+#include <cmocka.h>
+
+#include "gpu_common.h"
+#include "kiln/dequant.h"
+#include "kiln/half.h"
+#include "kiln/types.h"
+}
+
+/* The CUDA vector types and qualifiers the kernel headers use. */
+#define __device__
+#define __forceinline__ inline
+struct uint4 {
+  unsigned x, y, z, w;
+};
+struct uint2 {
+  unsigned x, y;
+};
+struct float2 {
+  float x, y;
+};
+static inline uint4 make_uint4(unsigned x, unsigned y, unsigned z, unsigned w) { return {x, y, z, w}; }
+static inline uint2 make_uint2(unsigned x, unsigned y) { return {x, y}; }
+static inline float2 make_float2(float x, float y) { return {x, y}; }
+static inline unsigned __byte_perm(unsigned x, unsigned y, unsigned s) {
+  const uint64_t v = (uint64_t)y << 32 | x;
+  unsigned r = 0;
+  for (int i = 0; i < 4; i++) r |= (unsigned)((v >> (8 * ((s >> (4 * i)) & 7))) & 255u) << (8 * i);
+  return r;
+}
+/* act_quant.cuh's warp helpers are compiled, never called here. */
+#define __shfl_xor_sync(mask, v, o) (v)
+static inline int __float2int_rn(float f) { return (int)rintf(f); }
+
+#define KILN_XQ_BITS 16
+namespace q16 {
+#include "act_quant.cuh.tmpl"
+#include "matvec_q_host_prims.h"
+#include "matvec_q_types.cuh.tmpl"
+#include "matvec_q_host_check.h"
+} // namespace q16
+#undef KILN_XQ_BITS
+#define KILN_XQ_BITS 8
+namespace q8 {
+#include "act_quant.cuh.tmpl"
+#include "matvec_q_host_prims.h"
+#include "matvec_q_types.cuh.tmpl"
+#include "matvec_q_host_check.h"
+} // namespace q8
+
+static const kiln_type types[] = {KILN_TYPE_Q4_0, KILN_TYPE_Q5_0, KILN_TYPE_Q8_0, KILN_TYPE_Q4_K,
+                                  KILN_TYPE_Q6_K};
+
+static void test_decoders(void **state) {
+  (void)state;
+  int bad = 0;
+  for (size_t ti = 0; ti < sizeof types / sizeof types[0]; ti++)
+    for (int k = 256; k <= 2816; k += 1280) { /* 256, 1536, 2816 */
+      const kiln_type type = types[ti];
+      kg_rng r = kg_rng_new((uint64_t)(ti * 100 + k));
+      const int rows = 3;
+      const int64_t rb = kiln_type_row_bytes(type, k);
+      const size_t wbytes = rb > 0 ? (size_t)rb * (size_t)rows : 0;
+      assert_true(wbytes > 0);
+      /* The device's buffer: a 256-byte aligned base, rows back to back. */
+      uint8_t *packed = kg_pack_weight(type, k, rows, 0, 0, &r);
+      uint8_t *w = (uint8_t *)aligned_alloc(256, (wbytes + 255) / 256 * 256);
+      memcpy(w, packed, wbytes);
+      float *full = kg_dequant(type, w, k, rows), *a = full;
+      float *m = (float *)kg_alloc((size_t)(k * rows) * sizeof(float));
+      if (type == KILN_TYPE_Q4_K) { /* a = the weight with dmin zeroed; m = a - w */
+        uint8_t *nomin = (uint8_t *)kg_alloc(wbytes);
+        memcpy(nomin, w, wbytes);
+        for (size_t b = 0; b < wbytes / 144; b++) nomin[144 * b + 2] = nomin[144 * b + 3] = 0;
+        a = kg_dequant(type, nomin, k, rows);
+        for (int64_t i = 0; i < (int64_t)k * rows; i++) m[i] = a[i] - full[i];
+        free(nomin);
+      }
+      float *x = (float *)kg_alloc((size_t)k * sizeof(float));
+      uint8_t *xq = (uint8_t *)aligned_alloc(256, (size_t)(4 * k + 256));
+      for (int row = 0; row < rows; row++) {
+        kg_fill(&r, x, k, -1, 1);
+        if (row == 1)
+          for (int i = 32; i < 64; i++) x[i] = 0.0f; /* an all-zero block */
+        const uint8_t *wr = w + row * rb;
+        const float *ar = a + (int64_t)row * k, *mr = m + (int64_t)row * k;
+        const double e16 = q16::type_error(type, wr, ar, mr, x, k, xq);
+        const double e8 = q8::type_error(type, wr, ar, mr, x, k, xq);
+        const bool ok = e16 <= 1e-6 && e8 <= 1e-6;
+        printf("%-4s K=%-4d row %d: relative error q16 %.2e, q8 %.2e%s\n", kiln_type_name(type), k,
+               row, e16, e8, ok ? "" : "  FAIL");
+        bad += !ok;
+      }
+      free(x);
+      free(xq);
+      if (a != full) free(a);
+      free(full);
+      free(m);
+      free(w);
+      free(packed);
+    }
+  assert_int_equal(bad, 0);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {cmocka_unit_test(test_decoders)};
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
