@@ -5,7 +5,8 @@
  *                                         quantized when a matvec_q reads it next);
  *   RMS_NORM, matvec_q of its output   -> add_rmsnorm without the add, quantizing;
  *   SWIGLU, matvec_q of its output     -> swiglu_q;
- *   2 or 3 matvec_q of one input       -> one matvec_q launch (Q/K/V, gate/up).
+ *   2 or 3 matvec_q of one input       -> one matvec_q launch (Q/K/V, gate/up);
+ *   ROPE(q), ROPE(k), STORE_KV(k), STORE_KV(v)  -> rope_store (f32 caches).
  * Every node is bound (checked) as if it ran alone, and writes the same
  * tensors; a node run on its own (the parity observer runs one node per
  * step) simply takes its unfused kernel. */
@@ -158,6 +159,51 @@ static kiln_status fuse_group(kiln_cuda_backend *be, const kiln_step *step, uint
   return kiln_cuda_prof_end(be, ls->prof_fused[2]);
 }
 
+/* ROPE of Q at i, then its K RoPE, the store of the rotated K and a store
+ * of V, both into f32 caches of the K heads' width. */
+static kiln_status fuse_rope(kiln_cuda_backend *be, const kiln_step *step, uint32_t i,
+                             int32_t col, int32_t pos, uint32_t *out_used) {
+  const kiln_node *rq = at(step, i), *rk = at(step, i + 1), *sk = at(step, i + 2),
+                  *sv = at(step, i + 3);
+  const kiln_cuda_node_state *qs = NULL;
+  kiln_status st = kiln_cuda_node_state_of(be, rq, &qs);
+  if (st) {
+    be->host->status_free(st); /* reported when the node runs alone */
+    return NULL;
+  }
+  if (!qs->rope_store.fn || !rk || rk != qs->rope_k || !sk || !sv ||
+      sk->op != KILN_OP_STORE_KV || sv->op != KILN_OP_STORE_KV || sk->src[0] != rk->dst)
+    return NULL;
+  const int64_t kvw = rk->dst->ne[0];
+  if (sk->dst->type != KILN_TYPE_F32 || sv->dst->type != KILN_TYPE_F32 || sk->dst->ne[0] != kvw ||
+      sv->dst->ne[0] != kvw || sv->src[0]->ne[0] != kvw)
+    return NULL;
+  kiln_cuda_bound b[4];
+  const kiln_node *nodes[4] = {rq, rk, sk, sv};
+  for (int m = 0; m < 4; m++)
+    KILN_RETURN_IF_ERROR(kiln_cuda_bind(be, step, nodes[m], 1, col, pos, &b[m]));
+  CUdeviceptr q = kiln_cuda_col_ptr(b[0].b[0], rq->src[0], col),
+              qo = kiln_cuda_col_ptr(b[0].b[4], rq->dst, col),
+              k = kiln_cuda_col_ptr(b[1].b[0], rk->src[0], col),
+              ko = kiln_cuda_col_ptr(b[1].b[4], rk->dst, col), kc = b[2].b[4]->ptr,
+              v = kiln_cuda_col_ptr(b[3].b[0], sv->src[0], col), vc = b[3].b[4]->ptr;
+  void *args[] = {&q, &qo, &k, &ko, &kc, &v, &vc, &be->step_dev};
+  const kiln_rope_params *p = &rq->p.rope;
+  const int64_t items = (int64_t)p->n_head * (p->n_rot / 2) + (int64_t)rk->p.rope.n_head * (p->n_rot / 2) + kvw;
+  const uint32_t block = qs->rope_store.block;
+  int64_t gy = (items + block - 1) / block;
+  gy = gy < 1 ? 1 : gy > 65535 ? 65535 : gy;
+  KILN_RETURN_IF_ERROR(kiln_cuda_prof_begin(be));
+  st = kiln_cuda_launch(be, rq, "rope_store", qs->rope_store.fn, 1, (uint32_t)gy, block, args);
+  if (st) {
+    be->prof.open = false;
+    return st;
+  }
+  if (be->xq_of == rq->dst || be->xq_of == rk->dst) be->xq_of = NULL;
+  *out_used = 4;
+  return kiln_cuda_prof_end(be, qs->prof_fused[0]);
+}
+
 kiln_status kiln_cuda_fuse_at(kiln_cuda_backend *be, const kiln_step *step, uint32_t i,
                               int32_t col, int32_t pos, uint32_t *out_used) {
   *out_used = 0;
@@ -168,6 +214,7 @@ kiln_status kiln_cuda_fuse_at(kiln_cuda_backend *be, const kiln_step *step, uint
   case KILN_OP_RMS_NORM: return fuse_norm(be, step, i, col, pos, out_used);
   case KILN_OP_SWIGLU: return fuse_swiglu(be, step, i, col, pos, out_used);
   case KILN_OP_MUL_MAT: return fuse_group(be, step, i, col, pos, out_used);
+  case KILN_OP_ROPE: return fuse_rope(be, step, i, col, pos, out_used);
   default: return NULL;
   }
 }

@@ -291,6 +291,30 @@ static kiln_status prepare_swiglu_fused(kiln_cuda_backend *be, const kiln_node *
   return kiln_cuda_prof_kind_of(be, label, 0, 0, &ns->prof_fused[0]);
 }
 
+/* A ROPE right after another with the same rotation (a layer's K after
+ * its Q): rope_store on the first, for run() to use when the two cache
+ * stores follow. */
+static kiln_status prepare_rope_fused(kiln_cuda_backend *be, const kiln_node *node) {
+  if (!be->fuse || node->id < 1) return NULL;
+  kiln_cuda_node_state *prev = &be->states[node->id - 1];
+  const kiln_rope_params *q = &prev->snap.p.rope, *k = &node->p.rope;
+  if (!prev->node || prev->snap.op != KILN_OP_ROPE || q->mode != k->mode ||
+      q->n_rot != k->n_rot || q->head_dim != k->head_dim || q->theta != k->theta)
+    return NULL;
+  kiln_kdesc *d = NULL;
+  KILN_RETURN_IF_ERROR(
+      kiln_cuda_rope_store_describe(be->host, be->compiler, q, node, ROPE_BLOCK, &d));
+  kiln_cuda_fn f = {0};
+  KILN_RETURN_IF_ERROR(get_fn(be, d, node, &f.fn));
+  f.block = ROPE_BLOCK;
+  char label[sizeof be->prof.kinds[0].label];
+  snprintf(label, sizeof label, "rope+store_kv %dx%d [T=1]", (int)q->n_head, (int)k->n_head);
+  KILN_RETURN_IF_ERROR(kiln_cuda_prof_kind_of(be, label, 0, 0, &prev->prof_fused[0]));
+  prev->rope_store = f;
+  prev->rope_k = node;
+  return NULL;
+}
+
 kiln_status kiln_cuda_prepare(void *backend, const kiln_node *node) {
   kiln_cuda_backend *be = backend;
   const kiln_host_api *host = be->host;
@@ -331,6 +355,7 @@ kiln_status kiln_cuda_prepare(void *backend, const kiln_node *node) {
     st = kiln_cuda_rope_describe(host, be->compiler, node, ROPE_BLOCK, &d);
     if (!st) st = get_fn(be, d, node, &ns->decode.fn);
     ns->decode.block = ROPE_BLOCK;
+    if (!st) st = prepare_rope_fused(be, node);
     break;
   case KILN_OP_ATTENTION:
     st = kiln_cuda_attention_describe(host, be->compiler, node, be->fl->attention_warps_decode,

@@ -204,6 +204,7 @@ static const kiln_ktemplate get_rows = {
 
 static const char rope_source[] =
 #include "step_block.cuh.inc"
+#include "rope_common.cuh.inc"
 #include "rope.cu.inc"
     ;
 
@@ -221,7 +222,7 @@ static const kiln_kparam_decl rope_params[] = {
 
 static const kiln_ktemplate rope = {
     .name = KILN_CUDA_T_ROPE,
-    .version = 3,
+    .version = 4,
     .entry = "kiln_rope",
     .source = rope_source,
     .params = rope_params,
@@ -468,11 +469,45 @@ static const kiln_ktemplate swiglu_q = {
     .help = "SWIGLU and the quantization of its output for matvec_q in one launch",
 };
 
+static const char rope_store_source[] =
+#include "step_block.cuh.inc"
+#include "rope_common.cuh.inc"
+#include "rope_store.cu.inc"
+    ;
+
+static const kiln_kparam_decl rope_store_params[] = {
+    {"mode", KILN_KPARAM_STR, KILN_KPARAM_BAKED, "NORM (pairs 2i, 2i+1) or NEOX (pairs i, i+n_rot/2)"},
+    {"n_rot", KILN_KPARAM_I64, KILN_KPARAM_BAKED, "rotated dimensions per head (even)"},
+    {"head_dim", KILN_KPARAM_I64, KILN_KPARAM_BAKED, "values per head"},
+    {"theta", KILN_KPARAM_F32, KILN_KPARAM_BAKED, "RoPE base (rope.freq_base), bit-exact"},
+    {"n_head", KILN_KPARAM_I64, KILN_KPARAM_BAKED, "query heads (the Q RoPE's n_head)"},
+    {"n_head_kv", KILN_KPARAM_I64, KILN_KPARAM_BAKED, "key/value heads (the K RoPE's n_head)"},
+    BLOCK_SIZE_PARAM,
+    {"q", KILN_KPARAM_PTR, KILN_KPARAM_RUNTIME, "f32 [head_dim * n_head, n_tokens]"},
+    {"qo", KILN_KPARAM_PTR, KILN_KPARAM_RUNTIME, "rotated q; may be q"},
+    {"k", KILN_KPARAM_PTR, KILN_KPARAM_RUNTIME, "f32 [head_dim * n_head_kv, n_tokens]"},
+    {"ko", KILN_KPARAM_PTR, KILN_KPARAM_RUNTIME, "rotated k; may be k"},
+    {"k_cache", KILN_KPARAM_PTR, KILN_KPARAM_RUNTIME, "f32 K cache [head_dim * n_head_kv, n_ctx]"},
+    {"v", KILN_KPARAM_PTR, KILN_KPARAM_RUNTIME, "f32 [head_dim * n_head_kv, n_tokens]"},
+    {"v_cache", KILN_KPARAM_PTR, KILN_KPARAM_RUNTIME, "f32 V cache, shaped like the K cache"},
+    STEP_PARAM,
+};
+
+static const kiln_ktemplate rope_store = {
+    .name = KILN_CUDA_T_ROPE_STORE,
+    .version = 1,
+    .entry = "kiln_rope_store",
+    .source = rope_store_source,
+    .params = rope_store_params,
+    .n_params = sizeof rope_store_params / sizeof rope_store_params[0],
+    .help = "RoPE of Q and K and their K/V cache stores at the step block's position, one launch",
+};
+
 const kiln_ktemplate *const kiln_cuda_templates[] = {
     &rmsnorm_row_vec, &rmsnorm_rows, &rmsnorm_row_cc12, &matvec,   &dequant_rows,
     &bias_add,        &get_rows,     &rope,             &attention, &swiglu,
     &add,             &store_kv,     &quantize,         &matvec_q,  &add_rmsnorm,
-    &swiglu_q,
+    &swiglu_q,        &rope_store,
     /* qwen35 */
     &kiln_cuda_t_slice, &kiln_cuda_t_sigmoid_mul, &kiln_cuda_t_ssm_conv, &kiln_cuda_t_gdn_gate,
     &kiln_cuda_t_gdn_recurrent, &kiln_cuda_t_gdn_chunked, &kiln_cuda_t_rope_imrope,

@@ -22,6 +22,7 @@
 #define KILN_CUDA_T_MATVEC_Q "matvec_q"
 #define KILN_CUDA_T_ADD_RMSNORM "add_rmsnorm"
 #define KILN_CUDA_T_SWIGLU_Q "swiglu_q"
+#define KILN_CUDA_T_ROPE_STORE "rope_store"
 /* qwen35 (qwen35_templates.c) */
 #define KILN_CUDA_T_SLICE "slice"
 #define KILN_CUDA_T_SIGMOID_MUL "sigmoid_mul"

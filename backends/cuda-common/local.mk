@@ -30,7 +30,9 @@ kiln_cuda_template_files = \
 	backends/cuda-common/kernels/dequant_rows.cu.tmpl \
 	backends/cuda-common/kernels/bias_add.cu.tmpl \
 	backends/cuda-common/kernels/get_rows.cu.tmpl \
+	backends/cuda-common/kernels/rope_common.cuh.tmpl \
 	backends/cuda-common/kernels/rope.cu.tmpl \
+	backends/cuda-common/kernels/rope_store.cu.tmpl \
 	backends/cuda-common/kernels/attention.cu.tmpl \
 	backends/cuda-common/kernels/swiglu.cu.tmpl \
 	backends/cuda-common/kernels/add.cu.tmpl \

@@ -171,6 +171,15 @@ kiln_status kiln_cuda_swiglu_q_describe(const kiln_host_api *host, kiln_kcompile
                                         const kiln_node *node, kiln_cuda_quant q,
                                         uint32_t block_size, kiln_kdesc **out_desc);
 
+/* rope_store for ROPE node q (the query heads) and ROPE node k (the key
+ * heads: the same mode, n_rot, head_dim and theta, its n_head the KV
+ * heads); node k names the errors. Grid (n_tokens, any); arguments (q, qo,
+ * k, ko, k_cache, v, v_cache, step). KILN_STATUS_INVALID_ARGUMENT when the
+ * two RoPEs differ in more than their heads. */
+kiln_status kiln_cuda_rope_store_describe(const kiln_host_api *host, kiln_kcompiler *compiler,
+                                          const kiln_rope_params *q, const kiln_node *k,
+                                          uint32_t block_size, kiln_kdesc **out_desc);
+
 /* kcache_get for d, then kdesc_free(d) whatever the outcome; errors are
  * annotated with the node. */
 kiln_status kiln_cuda_kernel_get(const kiln_host_api *host, kiln_kdesc *d, const kiln_node *node,

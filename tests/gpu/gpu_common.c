@@ -267,8 +267,9 @@ kiln_status kg_run_graph(kiln_backend *b, kg_graph *g, int32_t n_tokens, int32_t
   for (int i = 0; !st && i < n_outs; i++) {
     const kiln_tensor *t = &g->t[outs[i]];
     uint64_t col = t->ne[1] > 0 ? t->nbytes / (uint64_t)t->ne[1] : t->nbytes;
+    uint64_t n = g->data[outs[i]] ? t->nbytes : col * (uint64_t)n_tokens;
     memset(out[i], 0xEE, (size_t)t->nbytes);
-    st = o->buffer_download(b->ctx, bufs[outs[i]], 0, out[i], col * (uint64_t)n_tokens);
+    st = o->buffer_download(b->ctx, bufs[outs[i]], 0, out[i], n);
   }
   for (int i = 0; i < g->n_tensors; i++)
     if (bufs[i]) o->buffer_free(b->ctx, bufs[i]);

@@ -125,8 +125,9 @@ kiln_node *kg_graph_node(kg_graph *g, kiln_op op, const char *name, int s0, int 
 
 /* Allocates every tensor's buffer, uploads data[], prepares every node
  * in order, runs them as one step of n_tokens at pos0, syncs, and
- * downloads the first n_tokens columns of each tensor named in outs[]
- * into out[i] (its nbytes; the rest 0xEE); frees the buffers. */
+ * downloads each tensor named in outs[] into out[i] (its nbytes): all of
+ * it when the caller gave its contents (data[]), else its first n_tokens
+ * columns, the rest 0xEE; frees the buffers. */
 kiln_status kg_run_graph(kiln_backend *b, kg_graph *g, int32_t n_tokens, int32_t pos0,
                          const int *outs, int n_outs, void *const *out);
 

@@ -14,7 +14,12 @@
  *     as one launch, SwiGLU + quantizing, the down projection) against the
  *     same step with fuse = false and against f64: every output the same
  *     within 1e-5 of the unfused step, and within the mode's tolerance of
- *     f64; the ADD's sum bit-exact.
+ *     f64; the ADD's sum bit-exact;
+ *   - a layer's RoPE of Q and K and its two cache stores as one step
+ *     (rope_store: NEOX with a partial rotation, so dimensions pass
+ *     through, at position 37 of a cache of 40 whose other positions hold
+ *     data): bit-identical to the unfused step, within 1e-6 of the cpu
+ *     backend at f64, and every other cache position untouched.
  * Every case is printed; each test asserts at its end. */
 #include "config.h"
 
@@ -320,12 +325,91 @@ static void test_fused_layer(void **state) {
   assert_int_equal(bad, 0);
 }
 
+enum { R_Q, R_QO, R_K, R_KO, R_KC, R_V, R_VC, N_R };
+
+static void test_fused_rope_store(void **state) {
+  const int hd = 64, nh = 8, nkv = 2, n_rot = 32, n_ctx = 40, pos0 = 37;
+  kg_graph g;
+  memset(&g, 0, sizeof g);
+  kg_rng r = kg_rng_new(37);
+  float *host[N_R] = {NULL};
+  static const char *const names[N_R] = {"q", "rope_q", "k", "rope_k", "cache_k", "v", "cache_v"};
+  for (int i = 0; i < N_R; i++) {
+    const bool cache = i == R_KC || i == R_VC, qw = i == R_Q || i == R_QO;
+    g.t[i] = kg_tensor(i, KILN_TYPE_F32, cache ? KILN_ROLE_STATE : KILN_ROLE_ACTIVATION,
+                       (qw ? nh : nkv) * hd, cache ? n_ctx : 1, 0, names[i]);
+    if (i != R_QO && i != R_KO) {
+      host[i] = kg_alloc(g.t[i].nbytes);
+      kg_fill(&r, host[i], g.t[i].ne[0] * g.t[i].ne[1], -2, 2);
+    }
+    g.data[i] = host[i];
+  }
+  g.n_tensors = N_R;
+  const kiln_rope_params rp = {KILN_ROPE_NEOX, n_rot, hd, nh, 1000000.0f};
+  kg_graph_node(&g, KILN_OP_ROPE, "blk.0.rope_q", R_Q, -1, -1, R_QO)->p.rope = rp;
+  kiln_node *rk = kg_graph_node(&g, KILN_OP_ROPE, "blk.0.rope_k", R_K, -1, -1, R_KO);
+  rk->p.rope = rp;
+  rk->p.rope.n_head = nkv;
+  kg_graph_node(&g, KILN_OP_STORE_KV, "blk.0.store_k", R_KO, -1, -1, R_KC);
+  kg_graph_node(&g, KILN_OP_STORE_KV, "blk.0.store_v", R_V, -1, -1, R_VC);
+  const int outs_r[4] = {R_QO, R_KO, R_KC, R_VC};
+  float *got[3][4];
+  for (int c = 0; c < 3; c++)
+    for (int i = 0; i < 4; i++) got[c][i] = kg_alloc(g.t[outs_r[i]].nbytes);
+  int bad = 0;
+  /* the reference: the cpu backend at f64 */
+  {
+    kiln_runtime *rt = kg_runtime_mode("f32", true, NULL, 0);
+    kiln_backend *cpu = kg_backend_open(rt, "cpu");
+    KT_ASSERT_OK(kg_run_graph(cpu, &g, 1, pos0, outs_r, 4, (void *const *)got[2]));
+    kiln_backend_close(cpu);
+    kiln_runtime_free(rt);
+  }
+  for (int b = 0; b < KG_N_BACKENDS; b++) {
+    for (int fuse = 0; fuse < 2; fuse++) {
+      kiln_runtime *rt = kg_runtime_mode("q16", fuse, NULL, 0);
+      kiln_backend *be = kg_backend_open(rt, kg_backends[b]);
+      kiln_status st = kg_run_graph(be, &g, 1, pos0, outs_r, 4, (void *const *)got[fuse]);
+      if (st) {
+        printf("  FAIL %-12s fuse %d: %s\n", kg_backends[b], fuse, kiln_status_message(st));
+        kiln_status_free(st);
+        bad++;
+      }
+      kiln_backend_close(be);
+      kiln_runtime_free(rt);
+    }
+    /* caches whole: position pos0 written, every other one as uploaded */
+    for (int i = 0; i < 4; i++) {
+      const kiln_tensor *t = &g.t[outs_r[i]];
+      const int64_t n = t->ne[0] * t->ne[1];
+      const bool same = memcmp(got[0][i], got[1][i], t->nbytes) == 0;
+      kg_metrics m = kg_compare(got[1][i], got[2][i], n);
+      bool untouched = true;
+      if (t->role == KILN_ROLE_STATE)
+        for (int64_t c = 0; c < t->ne[1]; c++)
+          if (c != pos0 && memcmp(got[1][i] + c * t->ne[0], host[outs_r[i]] + c * t->ne[0],
+                                  (size_t)t->ne[0] * sizeof(float)) != 0)
+            untouched = false;
+      const bool ok = same && kg_close(&m, 1e-6) && untouched;
+      printf("  %-12s rope_store %-7s: fused %s the unfused step, vs cpu f64 rel L2 %.2e%s%s\n",
+             kg_backends[b], t->name, same ? "bit-identical to" : "DIFFERS from", m.rel_l2,
+             untouched ? "" : ", OTHER POSITIONS WRITTEN", ok ? "" : "  FAIL");
+      bad += !ok;
+    }
+  }
+  for (int c = 0; c < 3; c++)
+    for (int i = 0; i < 4; i++) free(got[c][i]);
+  for (int i = 0; i < N_R; i++) free(host[i]);
+  assert_int_equal(bad, 0);
+}
+
 int main(void) {
   int gate = kg_gate("test_gpu_matvec_q");
   if (gate) return gate;
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_matvec_q_every_type),
       cmocka_unit_test(test_fused_layer),
+      cmocka_unit_test(test_fused_rope_store),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

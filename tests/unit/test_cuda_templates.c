@@ -140,6 +140,14 @@ static void compile_fused(kiln_kcompiler *c, nodes *g, const char *arch) {
   const kiln_host_api *h = kt_kcache_host();
   static const kiln_cuda_quant qs[] = {KILN_CUDA_QUANT_Q16, KILN_CUDA_QUANT_Q8};
   kiln_kdesc *d;
+  /* rope_store: the shape's Q RoPE with a K RoPE of the KV heads */
+  kiln_node rk = g->rope;
+  rk.id = 9;
+  rk.src[0] = rk.dst = &g->k;
+  rk.p.rope.n_head = (int32_t)(g->k.ne[0] / rk.p.rope.head_dim);
+  snprintf(rk.name, sizeof rk.name, "blk.0.rope_k");
+  KT_ASSERT_OK(kiln_cuda_rope_store_describe(h, c, &g->rope.p.rope, &rk, 128, &d));
+  check_kernel(d, &rk, arch);
   for (int add = 0; add < 2; add++) {
     KT_ASSERT_OK(kiln_cuda_add_rmsnorm_describe(h, c, &g->rms_norm, add, KILN_CUDA_QUANT_NONE,
                                                 g->rms_norm.src[1]->ne[0] > 2048 ? 1024 : 128, &d));
