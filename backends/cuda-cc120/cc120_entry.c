@@ -17,7 +17,7 @@
 
 static const kiln_config_key keys[] = {KILN_CUDA_KEY_DEVICE, KILN_CUDA_KEY_POISON,
                                        KILN_CUDA_KEY_PROFILE, KILN_CUDA_KEY_ACTIVATIONS,
-                                       KILN_CUDA_KEY_FUSE, KILN_CUDA_KEY_GEMM,
+                                       KILN_CUDA_KEY_FUSE, KILN_CUDA_KEY_GRAPH, KILN_CUDA_KEY_GEMM,
                                        KILN_CUDA_KEY_GEMM_SCRATCH, KILN_CUDA_KEY_ALLOW_LOWER_CC};
 
 KILN_CUDA_PLUGIN_ENTRY("cuda-cc120",

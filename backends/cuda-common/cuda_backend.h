@@ -124,6 +124,38 @@ typedef struct kiln_cuda_prof {
   } xfer[2];   /* [0]: uploads, [1]: downloads */
 } kiln_cuda_prof;
 
+/* The captured decode step (cuda_graph.c): the launches of one pass of
+ * one token over a step's nodes, captured from the stream into a CUDA
+ * graph on the second such step and replayed for every later one. What
+ * it was captured from is kept to compare with each step before a replay:
+ * the node list, every node's buffers' device addresses, and the
+ * backend's generation (any prepare(), buffer_alloc() or buffer_free()
+ * advances it and drops every graph: a graph belongs to the plan it was
+ * captured from). Positions reach the replayed kernels only through the
+ * step block, written before each launch. */
+#define KILN_CUDA_MAX_GRAPHS 2
+typedef struct kiln_cuda_graph_entry {
+  CUgraph graph; /* NULL: empty */
+  CUgraphExec exec;
+  const kiln_node **nodes; /* the step's node list, copied */
+  uint32_t n_nodes;
+  CUdeviceptr *ptrs; /* per node: its sources' and dst's buffers, 5 each (0: none) */
+  int64_t max_pos;   /* the last position every cache of the step holds */
+  uint64_t used;     /* for eviction: the replay counter when last used */
+} kiln_cuda_graph_entry;
+
+typedef struct kiln_cuda_graphs {
+  bool on;        /* [<plugin>] graph */
+  bool capturing; /* inside a capture: nothing may synchronize or time */
+  uint64_t gen;   /* the backend's generation */
+  /* The last one-token step run uncaptured: captured when it comes again. */
+  const kiln_node *const *seen_nodes;
+  uint32_t seen_n;
+  uint64_t seen_gen;
+  kiln_cuda_graph_entry e[KILN_CUDA_MAX_GRAPHS];
+  uint64_t replays, captures, clock;
+} kiln_cuda_graphs;
+
 /* What prepare() resolved for one node, found again by run(). */
 typedef struct kiln_cuda_node_state {
   const kiln_node *node; /* NULL: empty slot */
@@ -216,7 +248,14 @@ typedef struct kiln_cuda_backend {
   /* Pinned host memory that downloads pass through (cuda_buffers.c). */
   void *staging;
   uint64_t staging_bytes;
+  /* Pinned host memory small uploads (a step's token ids) are copied into,
+   * so the upload returns without waiting for the device: up_ev marks when
+   * the last copy out of it has run (cuda_buffers.c). */
+  void *up_staging;
+  CUevent up_ev;
+  bool up_pending;
   kiln_cuda_prof prof;
+  kiln_cuda_graphs graph;
 } kiln_cuda_backend;
 
 /* ---- the ops table (cuda_plugin.c, cuda_buffers.c, cuda_prepare.c,
@@ -364,6 +403,19 @@ kiln_status kiln_cuda_quantize_input(kiln_cuda_backend *be, const kiln_cuda_boun
  * 0 when none applies (then nothing was launched). */
 kiln_status kiln_cuda_fuse_at(kiln_cuda_backend *be, const kiln_step *step, uint32_t i,
                               int32_t col, int32_t pos, uint32_t *out_used);
+
+/* ---- the captured decode step (cuda_graph.c) ---- */
+
+/* Runs a step of one token from its captured graph when one matches it
+ * (*out_done = true), capturing it first when this is the second time
+ * this node list comes; otherwise leaves *out_done false (run it as
+ * usual). run_pass runs the pass's launches for a capture. */
+typedef kiln_status (*kiln_cuda_pass_fn)(kiln_cuda_backend *be, const kiln_step *step);
+kiln_status kiln_cuda_graph_run(kiln_cuda_backend *be, const kiln_step *step,
+                                kiln_cuda_pass_fn run_pass, bool *out_done);
+/* Advances the generation and destroys every graph (prepare, buffer
+ * alloc and free call it). */
+void kiln_cuda_graph_drop_all(kiln_cuda_backend *be);
 
 /* ---- the profile (cuda_profile.c); every function is a no-op returning
  * NULL when be->prof.on is false ---- */

@@ -34,6 +34,7 @@ kiln_status kiln_cuda_buffer_alloc(void *backend, const kiln_tensor *t, void **o
   const kiln_host_api *host = be->host;
   *out_buf = NULL;
   KILN_RETURN_IF_ERROR(kiln_cuda_enter(be));
+  kiln_cuda_graph_drop_all(be);
   kiln_cuda_buffer *b = calloc(1, sizeof *b);
   if (!b) return host->status_new(KILN_STATUS_NO_MEMORY, "%s: buffer of '%.*s'", be->fl->name,
                                   KILN_NAME_MAX, t->name);
@@ -66,7 +67,9 @@ void kiln_cuda_buffer_free(void *backend, void *buf) {
   kiln_cuda_backend *be = backend;
   kiln_cuda_buffer *b = buf;
   if (!b) return;
-  if (be->cu->CtxSetCurrent(be->ctx) == CUDA_SUCCESS && b->ptr) be->cu->MemFree(b->ptr);
+  const bool ctx = be->cu->CtxSetCurrent(be->ctx) == CUDA_SUCCESS;
+  if (ctx) kiln_cuda_graph_drop_all(be); /* no graph may use the memory freed here */
+  if (ctx && b->ptr) be->cu->MemFree(b->ptr);
   free(b->host_ids);
   free(b);
 }
@@ -84,6 +87,37 @@ static kiln_status check_range(const kiln_cuda_backend *be, const char *what,
   return NULL;
 }
 
+/* Uploads of at most this many bytes go through the pinned upload staging
+ * buffer and return at once. */
+#define UP_STAGING_MAX ((uint64_t)64 << 10)
+
+/* A small upload without waiting for the device: src is copied into pinned
+ * memory (so the caller may reuse it when this returns, as the ABI
+ * demands), and the device copy is queued on the stream, after the work
+ * already there (which may read the buffer) and before any launched
+ * later. The staging buffer is reused only once its last copy has run.
+ * Leaves *out_done false when pinned memory cannot be had (the caller then
+ * copies synchronously). */
+static kiln_status upload_staged(kiln_cuda_backend *be, kiln_cuda_buffer *b, uint64_t offset,
+                                 const void *src, uint64_t nbytes, bool *out_done) {
+  *out_done = false;
+  if (!be->up_staging) {
+    if (be->cu->MemAllocHost(&be->up_staging, (size_t)UP_STAGING_MAX) != CUDA_SUCCESS) {
+      be->up_staging = NULL;
+      return NULL;
+    }
+    KILN_CU_CHECK(be->host, be->cu, NULL, EventCreate(&be->up_ev, CU_EVENT_DISABLE_TIMING));
+  }
+  if (be->up_pending) KILN_CU_CHECK(be->host, be->cu, NULL, EventSynchronize(be->up_ev));
+  memcpy(be->up_staging, src, (size_t)nbytes);
+  KILN_CU_CHECK(be->host, be->cu, NULL,
+                MemcpyHtoDAsync(b->ptr + offset, be->up_staging, (size_t)nbytes, be->stream));
+  KILN_CU_CHECK(be->host, be->cu, NULL, EventRecord(be->up_ev, be->stream));
+  be->up_pending = true;
+  *out_done = true;
+  return NULL;
+}
+
 kiln_status kiln_cuda_buffer_upload(void *backend, void *buf, uint64_t offset, const void *src,
                                     uint64_t nbytes) {
   kiln_cuda_backend *be = backend;
@@ -92,8 +126,17 @@ kiln_status kiln_cuda_buffer_upload(void *backend, void *buf, uint64_t offset, c
   if (!nbytes) return NULL;
   KILN_RETURN_IF_ERROR(kiln_cuda_enter(be));
   const double t0 = be->prof.on ? kiln_cuda_now_ms() : 0.0;
+  if (nbytes <= UP_STAGING_MAX) {
+    bool done = false;
+    KILN_RETURN_IF_ERROR(upload_staged(be, b, offset, src, nbytes, &done));
+    if (done) {
+      if (b->host_ids) memcpy((char *)b->host_ids + offset, src, (size_t)nbytes);
+      if (be->prof.on) kiln_cuda_prof_xfer(be, 0, nbytes, kiln_cuda_now_ms() - t0);
+      return NULL;
+    }
+  }
   /* The copy waits for work already queued on the stream (which may read
-   * the buffer) and is complete when this returns, as the ABI demands. */
+   * the buffer) and is complete when this returns. */
   KILN_CU_CHECK(be->host, be->cu, NULL,
                 MemcpyHtoDAsync(b->ptr + offset, src, (size_t)nbytes, be->stream));
   KILN_CU_CHECK(be->host, be->cu, NULL, StreamSynchronize(be->stream));

@@ -71,6 +71,15 @@
            "input, Q/K/V and gate/up matvecs sharing an input); false runs "  \
            "every node alone (for comparing the two)"}
 
+#define KILN_CUDA_KEY_GRAPH                                                   \
+  {.name = "graph",                                                           \
+   .type = KILN_CONFIG_BOOL,                                                  \
+   .default_value = "true",                                                   \
+   .help = "capture a decode step (one token) as a CUDA graph the second "    \
+           "time it comes and replay it for every later one, positions read " \
+           "from device memory; false launches every kernel every step (the " \
+           "profile's per-node table needs it: a replay is timed whole)"}
+
 #define KILN_CUDA_KEY_ALLOW_LOWER_CC                                          \
   {.name = "allow_lower_cc",                                                  \
    .type = KILN_CONFIG_BOOL,                                                  \

@@ -43,10 +43,17 @@ static const struct {
     E(ModuleUnload, "cuModuleUnload"),
     E(ModuleGetFunction, "cuModuleGetFunction"),
     E(LaunchKernel, "cuLaunchKernel"),
+    E(StreamBeginCapture, "cuStreamBeginCapture"),
+    E(StreamEndCapture, "cuStreamEndCapture"),
+    E(GraphInstantiateWithFlags, "cuGraphInstantiateWithFlags"),
+    E(GraphLaunch, "cuGraphLaunch"),
+    E(GraphExecDestroy, "cuGraphExecDestroy"),
+    E(GraphDestroy, "cuGraphDestroy"),
     E(EventCreate, "cuEventCreate"),
     E(EventDestroy, "cuEventDestroy"),
     E(EventRecord, "cuEventRecord"),
     E(EventElapsedTime, "cuEventElapsedTime"),
+    E(EventSynchronize, "cuEventSynchronize"),
 #undef E
 };
 

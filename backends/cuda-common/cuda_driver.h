@@ -53,11 +53,19 @@ typedef struct kiln_cu {
   KILN_CU_FN(ModuleUnload, cuModuleUnload);
   KILN_CU_FN(ModuleGetFunction, cuModuleGetFunction);
   KILN_CU_FN(LaunchKernel, cuLaunchKernel);
+  /* graphs: the captured decode step (cuda_graph.c) */
+  KILN_CU_FN(StreamBeginCapture, cuStreamBeginCapture);
+  KILN_CU_FN(StreamEndCapture, cuStreamEndCapture);
+  KILN_CU_FN(GraphInstantiateWithFlags, cuGraphInstantiateWithFlags);
+  KILN_CU_FN(GraphLaunch, cuGraphLaunch);
+  KILN_CU_FN(GraphExecDestroy, cuGraphExecDestroy);
+  KILN_CU_FN(GraphDestroy, cuGraphDestroy);
   /* events: the opt-in profile (cuda_profile.c) */
   KILN_CU_FN(EventCreate, cuEventCreate);
   KILN_CU_FN(EventDestroy, cuEventDestroy);
   KILN_CU_FN(EventRecord, cuEventRecord);
   KILN_CU_FN(EventElapsedTime, cuEventElapsedTime);
+  KILN_CU_FN(EventSynchronize, cuEventSynchronize);
 } kiln_cu;
 
 /* Loads the driver library and every entry point into *cu. On failure

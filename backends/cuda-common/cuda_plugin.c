@@ -117,6 +117,12 @@ static void backend_free(kiln_cuda_backend *be) {
   if (be->ctx) cu->CtxSetCurrent(be->ctx);
   if (be->stream) cu->StreamSynchronize(be->stream);
   if (be->stream) kiln_cuda_prof_finish(be); /* the table, if profile = true */
+  if (be->ctx) {
+    if (be->graph.captures)
+      be->host->log(KILN_LOG_INFO, be->fl->name, "decode steps: %llu captured, %llu replayed",
+                    (unsigned long long)be->graph.captures, (unsigned long long)be->graph.replays);
+    kiln_cuda_graph_drop_all(be);
+  }
   /* Unloads every module kept in a slot (kiln_cuda_release_slot). */
   if (be->compiler) be->host->kcache_unregister_compiler(be->compiler);
   kiln_cuda_blas_close(be);
@@ -124,6 +130,8 @@ static void backend_free(kiln_cuda_backend *be) {
   if (be->xq) cu->MemFree(be->xq);
   if (be->step_dev) cu->MemFree(be->step_dev);
   if (be->staging) cu->MemFreeHost(be->staging);
+  if (be->up_staging) cu->MemFreeHost(be->up_staging);
+  if (be->up_ev) cu->EventDestroy(be->up_ev);
   if (be->stream) cu->StreamDestroy(be->stream);
   if (be->ctx) cu->DevicePrimaryCtxRelease(be->dev);
   free(be->states);
@@ -140,6 +148,7 @@ static kiln_status read_config(kiln_cuda_backend *be, const kiln_config_section 
   be->prof.on = cfg ? host->cfg_bool(cfg, "profile") : false;
   be->act = KILN_CUDA_QUANT_Q16;
   be->fuse = cfg ? host->cfg_bool(cfg, "fuse") : true;
+  be->graph.on = cfg ? host->cfg_bool(cfg, "graph") : true;
   if (cfg) {
     const char *a = host->cfg_str(cfg, "activations");
     if (!a || strcmp(a, "q16") == 0) be->act = KILN_CUDA_QUANT_Q16;
@@ -254,10 +263,12 @@ kiln_status kiln_cuda_open(void *plugin, const kiln_config_section *cfg, void **
     backend_free(be);
     return st; /* the loader names the backend */
   }
+  const char *off = be->fuse ? (be->graph.on ? "" : ", graph off")
+                             : (be->graph.on ? ", fuse off" : ", fuse and graph off");
   host->log(KILN_LOG_INFO, fl->name, "device %d (%s), NVRTC %s, activations %s%s%s%s",
             be->device, be->arch, be->nv.version,
-            be->act == KILN_CUDA_QUANT_NONE ? "f32" : kiln_cuda_quant_name(be->act),
-            be->fuse ? "" : ", fuse off", fl->prefill == KILN_CUDA_PREFILL_BATCHED ? ", gemm " : "",
+            be->act == KILN_CUDA_QUANT_NONE ? "f32" : kiln_cuda_quant_name(be->act), off,
+            fl->prefill == KILN_CUDA_PREFILL_BATCHED ? ", gemm " : "",
             fl->prefill != KILN_CUDA_PREFILL_BATCHED   ? ""
             : be->gemm == KILN_CUDA_GEMM_F32           ? "f32"
             : be->gemm == KILN_CUDA_GEMM_TF32          ? "tf32"

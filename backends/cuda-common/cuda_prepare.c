@@ -320,6 +320,7 @@ kiln_status kiln_cuda_prepare(void *backend, const kiln_node *node) {
   const kiln_host_api *host = be->host;
   KILN_RETURN_IF_ERROR(kiln_cuda_node_check(host, node));
   KILN_RETURN_IF_ERROR(kiln_cuda_enter(be));
+  kiln_cuda_graph_drop_all(be); /* a graph belongs to the plan as it was */
   kiln_cuda_node_state *ns = NULL;
   KILN_RETURN_IF_ERROR(state_slot(be, node, &ns));
   memset(ns, 0, sizeof *ns);

@@ -168,7 +168,7 @@ void kiln_cuda_prof_xfer(kiln_cuda_backend *be, int download, uint64_t bytes, do
 
 kiln_status kiln_cuda_prof_begin(kiln_cuda_backend *be) {
   kiln_cuda_prof *p = &be->prof;
-  if (!p->on) return NULL;
+  if (!p->on || be->graph.capturing) return NULL; /* a captured step's nodes are not timed */
   if (p->open)
     return be->host->status_new(KILN_STATUS_INTERNAL, "%s: profile: nested begin",
                                 be->fl->name);
@@ -199,7 +199,7 @@ kiln_status kiln_cuda_prof_begin(kiln_cuda_backend *be) {
 
 kiln_status kiln_cuda_prof_end(kiln_cuda_backend *be, uint32_t kind) {
   kiln_cuda_prof *p = &be->prof;
-  if (!p->on) return NULL;
+  if (!p->on || be->graph.capturing) return NULL;
   if (!p->open)
     return be->host->status_new(KILN_STATUS_INTERNAL, "%s: profile: end without begin",
                                 be->fl->name);

@@ -10,7 +10,8 @@
  *
  * Each pass first writes its positions into the step block (cuda_step.h),
  * then binds each node (every check of cuda_node_run.c) before launching
- * anything for it. */
+ * anything for it. A step of one token may instead replay its captured
+ * graph (cuda_graph.c). */
 #include "config.h"
 
 #include <string.h>
@@ -47,11 +48,11 @@ static kiln_status run_alone(kiln_cuda_backend *be, const kiln_step *step, const
   return kiln_cuda_prof_end(be, mvq ? ns->prof_fused[1] : ns->prof_kind[multi]);
 }
 
-/* One pass: n tokens from column col at position pos. */
-static kiln_status run_pass(kiln_cuda_backend *be, const kiln_step *step, int32_t n, int32_t col,
-                            int32_t pos, int multi) {
+/* One pass's launches: n tokens from column col at position pos, the
+ * step block already written. */
+static kiln_status pass_launches(kiln_cuda_backend *be, const kiln_step *step, int32_t n,
+                                 int32_t col, int32_t pos, int multi) {
   be->pass++;
-  KILN_RETURN_IF_ERROR(kiln_cuda_step_write(be, pos, n));
   for (uint32_t i = 0; i < step->n_nodes;) {
     uint32_t used = 0;
     if (n == 1) KILN_RETURN_IF_ERROR(kiln_cuda_fuse_at(be, step, i, col, pos, &used));
@@ -63,6 +64,18 @@ static kiln_status run_pass(kiln_cuda_backend *be, const kiln_step *step, int32_
     i++;
   }
   return NULL;
+}
+
+/* One pass: the step block, then its launches. */
+static kiln_status run_pass(kiln_cuda_backend *be, const kiln_step *step, int32_t n, int32_t col,
+                            int32_t pos, int multi) {
+  KILN_RETURN_IF_ERROR(kiln_cuda_step_write(be, pos, n));
+  return pass_launches(be, step, n, col, pos, multi);
+}
+
+/* What a capture records: the launches of a step of one token. */
+static kiln_status capture_pass(kiln_cuda_backend *be, const kiln_step *step) {
+  return pass_launches(be, step, 1, 0, step->pos0, 0);
 }
 
 /* The step's passes: one token at a time on cuda-serial. */
@@ -85,7 +98,9 @@ kiln_status kiln_cuda_run(void *backend, const kiln_step *step) {
   const int multi = step->n_tokens > 1;
   const double t0 = be->prof.on ? kiln_cuda_now_ms() : 0.0;
   KILN_RETURN_IF_ERROR(kiln_cuda_prof_step_begin(be, multi));
-  kiln_status st = run_nodes(be, step, multi);
+  bool done = false;
+  kiln_status st = kiln_cuda_graph_run(be, step, capture_pass, &done);
+  if (!st && !done) st = run_nodes(be, step, multi);
   if (!be->prof.on) return st;
   if (st) {
     kiln_cuda_prof_step_abort(be); /* a failed step is not timed */

@@ -95,6 +95,12 @@ backends_cuda_common_libkilncudacommon_la_CPPFLAGS = $(AM_CPPFLAGS) $(CUDA_CPPFL
 	-I$(top_srcdir)/backends/common -I$(top_builddir)/backends/cuda-common/kernels
 backends_cuda_common_libkilncudacommon_la_LIBADD = backends/common/libkilnnodecheck.la \
 	$(NVRTC_LIBS) $(CUBLAS_LIBS) -ldl -lm
+# The captured decode step (cuda_graph.c) is a library of its own, so that
+# a test-only plugin can link a build of it that replays stale positions
+# (tests/plugins/kiln-cuda-stale.so); every real plugin links this one.
+noinst_LTLIBRARIES += backends/cuda-common/libkilncudagraph.la
+backends_cuda_common_libkilncudagraph_la_SOURCES = backends/cuda-common/cuda_graph.c
+backends_cuda_common_libkilncudagraph_la_CPPFLAGS = $(backends_cuda_common_libkilncudacommon_la_CPPFLAGS)
 # The generated template text must exist before kernel_templates.c compiles.
 $(backends_cuda_common_libkilncudacommon_la_OBJECTS): $(kiln_cuda_template_incs)
 endif

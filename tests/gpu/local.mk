@@ -38,6 +38,36 @@ tests_gpu_test_gpu_matvec_q_SOURCES = tests/gpu/test_gpu_matvec_q.c
 tests_gpu_test_gpu_matvec_q_CFLAGS = $(TEST_CFLAGS)
 tests_gpu_test_gpu_matvec_q_LDADD = $(kiln_gpu_test_libs)
 
+# The captured decode step: 64 replayed steps against the uncaptured path
+# (test_gpu_replay), and the same test against a plugin whose captured
+# step replays stale positions (test_gpu_replay_stale), which must fail.
+kiln_replay_tests = tests/gpu/test_gpu_replay tests/gpu/test_gpu_replay_stale
+check_PROGRAMS += $(kiln_replay_tests)
+TESTS += $(kiln_replay_tests)
+XFAIL_TESTS += tests/gpu/test_gpu_replay_stale
+tests_gpu_test_gpu_replay_SOURCES = tests/gpu/test_gpu_replay.c
+tests_gpu_test_gpu_replay_CFLAGS = $(TEST_CFLAGS)
+tests_gpu_test_gpu_replay_LDADD = $(kiln_gpu_test_libs)
+tests_gpu_test_gpu_replay_stale_SOURCES = tests/gpu/test_gpu_replay.c
+tests_gpu_test_gpu_replay_stale_CPPFLAGS = $(AM_CPPFLAGS) -DKILN_TEST_STALE_PLUGIN
+tests_gpu_test_gpu_replay_stale_CFLAGS = $(TEST_CFLAGS)
+tests_gpu_test_gpu_replay_stale_LDADD = $(kiln_gpu_test_libs)
+
+if HAVE_CUDA
+noinst_LTLIBRARIES += backends/cuda-common/libkilncudagraph_stale.la
+backends_cuda_common_libkilncudagraph_stale_la_SOURCES = backends/cuda-common/cuda_graph.c
+backends_cuda_common_libkilncudagraph_stale_la_CPPFLAGS = \
+	$(backends_cuda_common_libkilncudacommon_la_CPPFLAGS) -DKILN_CUDA_TEST_STALE_STEP
+check_LTLIBRARIES += tests/plugins/kiln-cuda-stale.la
+tests_plugins_kiln_cuda_stale_la_SOURCES = tests/plugins/cuda_stale_entry.c
+tests_plugins_kiln_cuda_stale_la_CPPFLAGS = $(AM_CPPFLAGS) $(CUDA_CPPFLAGS) \
+	-I$(top_srcdir)/backends/cuda-common
+tests_plugins_kiln_cuda_stale_la_LIBADD = backends/cuda-common/libkilncudacommon.la \
+	backends/cuda-common/libkilncudagraph_stale.la $(NVRTC_LIBS) $(CUBLAS_LIBS) -ldl -lm
+tests_plugins_kiln_cuda_stale_la_LDFLAGS = -module -avoid-version -shared -no-undefined \
+	-export-symbols-regex '^kiln_backend_entry$$' -rpath $(abs_builddir)
+endif
+
 # matvec_q's block decoders compiled for the host (C++): no device, no CUDA.
 check_PROGRAMS += tests/unit/test_matvec_q_host
 TESTS += tests/unit/test_matvec_q_host
