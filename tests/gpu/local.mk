@@ -109,5 +109,10 @@ tests_unit_test_cuda_qwen35_LDADD = backends/cuda-common/libkilncudacommon.la $(
 	$(NVRTC_LIBS)
 endif
 
-# Building and running these on the GPU machine in one call.
-EXTRA_DIST += tools/device/prepare-gpu.sh tools/device/on-device-gpu.sh tools/device/sanitize.sh
+# Building and running these on the GPU machine in one call: the device
+# scripts ask for the list of GPU suites here.
+print-gpu-tests:
+	@echo $(kiln_gpu_tests) $(kiln_replay_tests)
+.PHONY: print-gpu-tests
+EXTRA_DIST += tools/device/prepare-gpu.sh tools/device/on-device-gpu.sh tools/device/sanitize.sh \
+	tools/device/all-gpu.sh

@@ -30,7 +30,7 @@ PKG_CONFIG_SYSROOT_DIR=$sys PKG_CONFIG_PATH=$pc_path \
 make -j"$(nproc)" > "$out/make.log" 2>&1 || { grep -E 'error|Error' "$out/make.log" | head -40; exit 1; }
 echo "== built in $(( $(date +%s) - t0 )) s; warnings: $(grep -c 'warning:' "$out/make.log")"
 # Every GPU suite (each tests/gpu/test_gpu_*.c is one) and the CUDA unit suites.
-gpu_tests="$(ls tests/gpu/test_gpu_*.c | sed 's/\.c$//' | tr '\n' ' ')\
+gpu_tests="$(make -s print-gpu-tests) \
 tests/unit/test_cuda_plugins tests/unit/test_cuda_templates tests/unit/test_kcache_guard \
 tests/unit/test_kcache_guard_drop tests/unit/test_kcache_seed tests/gpu/test_gpu_qwen35 tests/unit/test_cuda_qwen35"
 if [ "${FULL:-0}" = 1 ]; then

@@ -36,7 +36,7 @@ $K synth --arch qwen2 --embd 3584 --heads 28 --heads-kv 4 --ff 18944 --layers 4 
 synth=$!
 
 stamp "GPU suites"
-gpu_tests="$(ls tests/gpu/test_gpu_*.c | sed 's/\.c$//' | tr '\n' ' ')\
+gpu_tests="$(make -s print-gpu-tests) \
 tests/unit/test_cuda_plugins tests/unit/test_cuda_templates tests/unit/test_kcache_guard \
 tests/unit/test_kcache_guard_drop tests/unit/test_kcache_seed"
 timeout 300 make -j"$(nproc)" check TESTS="$gpu_tests" > "$out/tests.log" 2>&1 || bad=$((bad + 1))

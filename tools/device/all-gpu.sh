@@ -1,0 +1,89 @@
+#!/bin/bash
+# Everything a CUDA change needs on the GPU machine, in ONE device call of
+# at most 600 s on 16 cores, from the repository root with .device/ and
+# .peer/ carried (here: tools/device/prepare-gpu.sh from a configured build
+# tree, and tools/device/peer/prepare-peer.sh):
+#
+#   bash tools/device/all-gpu.sh
+#
+# Two tracks at once, then the timed runs alone on the GPU:
+#   A (CPU)  llama.cpp built for sm_90 and the Qwen2.5-7B-shaped Q4_K_M
+#            written (tools/device/peer/on-device-peer.sh, steps build and
+#            model; 4-5 minutes on a fresh machine, skipped on a warm one);
+#   B (GPU)  kiln built from the release tarball and every GPU suite run
+#            with KILN_REQUIRE_GPU=1 (.device/on-device-gpu.sh), then every
+#            GPU suite under compute-sanitizer's four tools
+#            (tools/device/sanitize.sh);
+#   then     llama-bench (fa 0 and 1) and `kiln bench` on the three CUDA
+#            backends on that one file (the peer script's bench step), and
+#            `kiln bench` on cuda-batched with profile = true, once with
+#            graph = false (the per-node table) and once with graph = true
+#            (GPU and host time per replayed step).
+# Each stage checks the time left (DEADLINE seconds from the start, default
+# 570) and is skipped, saying so, rather than killed. At most 8 files come
+# back from $OUT: summary.txt (what matters, also printed last), tests.log
+# (every GPU suite's log), sanitize.log, bench.log, profile.log, and the
+# build and peer logs.
+set -uo pipefail
+root=$(pwd)
+out=${OUT:-/tmp/all-gpu-out}
+mkdir -p "$out"
+work=/tmp/all-gpu
+rm -rf "$work" && mkdir -p "$work"
+deadline=${DEADLINE:-570}
+t0=$(date +%s)
+left() { echo $((deadline - ($(date +%s) - t0))); }
+summary=$out/summary.txt
+: > "$summary"
+say() { echo "== [$(($(date +%s) - t0)) s] $*" | tee -a "$summary"; }
+[ -d .device ] && [ -d .peer ] || { echo "carry .device and .peer (see this script's header)"; exit 1; }
+
+say "track A: llama.cpp and the 7B Q4_K_M in the background"
+(OUT=$work PEER_STEPS="build model" bash .peer/on-device-peer.sh > "$work/peer-prep.log" 2>&1
+ echo $? > "$work/peer-prep.rc") &
+peer=$!
+
+say "track B: kiln build and every GPU suite (KILN_REQUIRE_GPU=1), then compute-sanitizer"
+OUT=$work SAN_JOBS=${SAN_JOBS:-6} SAN_TIMEOUT=${SAN_TIMEOUT:-300} \
+  bash .device/on-device-gpu.sh bash "$root/tools/device/sanitize.sh" > "$work/gpu.log" 2>&1
+gpu_rc=$?
+grep -E '^(== built|== tests done)' "$work/gpu.log" | tee -a "$summary"
+grep -E '^(PASS|FAIL|SKIP|ERROR|XFAIL|XPASS):' "$work/check.log" 2>/dev/null | tee -a "$summary"
+grep -E '^(== compute-sanitizer|test_|  )' "$work/gpu.log" | grep -vE '^  (FAIL|PASS)' |
+  sed -n '/== compute-sanitizer/,$p' | tee -a "$summary"
+[ -f "$work/sanitize.log" ] && cp "$work/sanitize.log" "$out/sanitize.log"
+for f in "$work"/tests_gpu_*.log "$work"/tests_unit_test_cuda*.log "$work"/tests_unit_test_kcache_guard*.log; do
+  [ -f "$f" ] && { echo "######## $(basename "$f")"; cat "$f"; }
+done > "$out/tests.log"
+cp "$work/make.log" "$out/build.log" 2> /dev/null
+say "track B done (exit $gpu_rc); waiting for track A"
+wait $peer
+say "track A done (exit $(cat "$work/peer-prep.rc" 2> /dev/null || echo '?'))"
+tail -3 "$work/peer-prep.log" >> "$summary"
+cp "$work/peer-prep.log" "$out/peer.log"
+
+K=/tmp/kiln-build/cli/kiln
+M=/tmp/q7b-q4km.gguf
+export LD_LIBRARY_PATH=/usr/local/cuda/lib64:/tmp/sysroot/usr/lib/x86_64-linux-gnu:${LD_LIBRARY_PATH:-}
+export KILN_PLUGIN_PATH=/tmp/kiln-build/.libs
+if [ ! -x $K ] || [ ! -f $M ]; then
+  say "no kiln build or no $M: no benchmarks"
+elif [ "$(left)" -lt 150 ]; then
+  say "$(left) s left: the benchmarks are skipped (run PEER_STEPS=bench bash .peer/on-device-peer.sh next)"
+else
+  say "side by side: llama-bench and kiln bench on $(du -h $M | cut -f1) ($(left) s left)"
+  OUT=$work PEER_STEPS=bench bash .peer/on-device-peer.sh > "$out/bench.log" 2>&1
+  grep -E '^\| qwen|tg128|pp512|-- kiln|prefill|decode|error' "$out/bench.log" | tee -a "$summary"
+  for g in false true; do
+    [ "$(left)" -lt 60 ] && { say "$(left) s left: profile graph = $g skipped"; continue; }
+    printf '[general]\nlog_level = info\n[cuda-batched]\nprofile = true\ngraph = %s\n' $g > "$work/prof.ini"
+    say "profile: cuda-batched, graph = $g, 512 prompt tokens and 128 decoded"
+    timeout "$(left)" $K bench -m $M -b cuda-batched -c "$work/prof.ini" -p 512 -n 128 -r 1 \
+      --batch 512 > "$work/prof-$g.txt" 2>&1
+    { echo "######## graph = $g"; cat "$work/prof-$g.txt"; } >> "$out/profile.log"
+    grep -E 'decode|steps of one|host|captured|matvec|mul_mat|rms_norm|rope|attention|swiglu|quantize|store_kv|get_rows' \
+      "$work/prof-$g.txt" | grep -v 'T>1' | head -40 | sed 's/^kiln\[[a-z0-9-]*\]: info: //' | tee -a "$summary"
+  done
+fi
+say "done; exit status: GPU suites and sanitizer $gpu_rc"
+exit $gpu_rc
