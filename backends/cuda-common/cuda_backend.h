@@ -21,6 +21,12 @@
  * PTX, the module is loaded once per kernel into the kernel's slot, and
  * the node's state keeps the CUfunction, so run() only launches.
  *
+ * Decode (a step of one token, every flavor): MUL_MAT of a block weight as
+ * matvec_q on quantized activations ([<plugin>] activations), neighbouring
+ * nodes fused where a kernel for them exists (cuda_fuse.c), positions
+ * from the per-step block (cuda_step.h), and the step captured as a CUDA
+ * graph and replayed (cuda_graph.c).
+ *
  * Errors: every driver and cuBLAS call is checked; a failure becomes a
  * status with the call, the CUDA (or cuBLAS) error name and text, and the
  * node. Nothing aborts. */

@@ -58,7 +58,8 @@
            "Q8_0, Q4_K, Q6_K): f32 = exact, weights dequantized to f32 and "  \
            "multiplied by f32 activations; q16 = activations rounded per 32 " \
            "values to 16-bit integers (about 2e-5 relative) for int8 dot "    \
-           "products, much faster, passes parity against cpu:f64; q8 = 8-bit " \
+           "products, much faster, within parity's default thresholds "      \
+           "against cpu:f64; q8 = 8-bit "                                     \
            "activations as llama.cpp's q8_1 (about 4e-3 relative: LOWER "     \
            "accuracy, fails the default parity thresholds)"}
 
@@ -68,8 +69,9 @@
    .default_value = "true",                                                   \
    .help = "run neighbouring nodes as one kernel where one exists (residual " \
            "add + RMSNorm, RMSNorm or SwiGLU + quantizing the next matvec's " \
-           "input, Q/K/V and gate/up matvecs sharing an input); false runs "  \
-           "every node alone (for comparing the two)"}
+           "input, Q/K/V and gate/up matvecs sharing an input, the RoPE of "  \
+           "Q and K with both KV-cache stores); false runs every node alone " \
+           "(for comparing the two)"}
 
 #define KILN_CUDA_KEY_GRAPH                                                   \
   {.name = "graph",                                                           \

@@ -7,7 +7,12 @@
 #     models of hidden 3584 with ChatML special-token embeddings of
 #     mean-square 1e-6: must pass on every CUDA backend; planned at eps 1e-5
 #     it must fail at blk.0.attn_norm on a special token;
-#   - kiln bench on a larger synthetic model, every CUDA backend.
+#   - kiln bench on a larger synthetic model, every CUDA backend;
+#   - when /tmp/q7b-q4km.gguf is there (tools/device/peer/on-device-peer.sh
+#     wrote it, the Qwen2.5-7B-shaped Q4_K_M), kiln parity --per-op against
+#     cpu:f64 on it with the default thresholds and the ChatML prompt, on
+#     every CUDA backend in its default modes (activations = q16): issue 8's
+#     acceptance. The cpu:f64 reference of a 7B model takes a few minutes.
 # Everything is printed; a failed expectation is counted and the exit
 # status is non-zero.
 set -u
@@ -68,5 +73,14 @@ for b in $backends; do
   echo "-- $b"
   $K bench -m /tmp/bench.gguf -B $b $(cfg $b) -p 512 -n 128 -r 3 -b 512 2>&1 | grep -E "pp512|tg128|error"
 done
+if [ -f /tmp/q7b-q4km.gguf ]; then
+  for b in $backends; do
+    echo "== parity, the 7B Q4_K_M, $b (default modes) vs cpu:f64 (per op, default thresholds)"
+    $K parity -m /tmp/q7b-q4km.gguf --chat -p "$P" --ref cpu:f64 --test $b $(cfg $b) --per-op \
+      --csv "$out/parity-7b-$b.csv" > "$out/parity-7b-$b.txt" 2>&1
+    expect "parity 7B $b" $? 0
+    grep -E "^(parity:|PASS|FAIL)|^logits" "$out/parity-7b-$b.txt" | head -8
+  done
+fi
 echo "== acceptance: $bad unmet expectation(s)"
 exit $bad

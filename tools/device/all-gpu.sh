@@ -73,13 +73,13 @@ elif [ "$(left)" -lt 150 ]; then
 else
   say "side by side: llama-bench and kiln bench on $(du -h $M | cut -f1) ($(left) s left)"
   OUT=$work PEER_STEPS=bench bash .peer/on-device-peer.sh > "$out/bench.log" 2>&1
-  grep -E '^\| qwen|tg128|pp512|-- kiln|prefill|decode|error' "$out/bench.log" | tee -a "$summary"
+  grep -E '^\| |-- kiln|error' "$out/bench.log" | tee -a "$summary"
   for g in false true; do
     [ "$(left)" -lt 60 ] && { say "$(left) s left: profile graph = $g skipped"; continue; }
     printf '[general]\nlog_level = info\n[cuda-batched]\nprofile = true\ngraph = %s\n' $g > "$work/prof.ini"
     say "profile: cuda-batched, graph = $g, 512 prompt tokens and 128 decoded"
-    timeout "$(left)" $K bench -m $M -b cuda-batched -c "$work/prof.ini" -p 512 -n 128 -r 1 \
-      --batch 512 > "$work/prof-$g.txt" 2>&1
+    timeout "$(left)" $K bench -m $M -B cuda-batched --config "$work/prof.ini" -p 512 -n 128 -r 1 \
+      -b 512 > "$work/prof-$g.txt" 2>&1
     { echo "######## graph = $g"; cat "$work/prof-$g.txt"; } >> "$out/profile.log"
     grep -E 'decode|steps of one|host|captured|matvec|mul_mat|rms_norm|rope|attention|swiglu|quantize|store_kv|get_rows' \
       "$work/prof-$g.txt" | grep -v 'T>1' | head -40 | sed 's/^kiln\[[a-z0-9-]*\]: info: //' | tee -a "$summary"
