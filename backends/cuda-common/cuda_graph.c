@@ -146,10 +146,17 @@ static kiln_status capture(kiln_cuda_backend *be, const kiln_step *step,
     return be->host->status_new(KILN_STATUS_NO_MEMORY, "%s: a captured step", be->fl->name);
   }
 #ifndef KILN_CUDA_TEST_STALE_STEP
-  KILN_RETURN_IF_ERROR(kiln_cuda_step_write(be, step->pos0, 1));
+  kiln_status wst = kiln_cuda_step_write(be, step->pos0, 1);
+  if (wst) {
+    entry_free(be, e);
+    return wst;
+  }
 #endif
-  KILN_CU_CHECK(be->host, be->cu, NULL,
-                StreamBeginCapture(be->stream, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL));
+  const CUresult rb = be->cu->StreamBeginCapture(be->stream, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL);
+  if (rb != CUDA_SUCCESS) {
+    entry_free(be, e);
+    return kiln_cu_error(be->host, be->cu, rb, "cuStreamBeginCapture", NULL);
+  }
   be->graph.capturing = true;
 #ifdef KILN_CUDA_TEST_STALE_STEP
   /* The defect on purpose: this step's positions become memset nodes. */
@@ -182,7 +189,11 @@ static kiln_status capture(kiln_cuda_backend *be, const kiln_step *step,
   e->max_pos = max_pos(step);
   e->used = ++be->graph.clock;
   be->graph.captures++;
-  KILN_CU_CHECK(be->host, be->cu, NULL, GraphLaunch(e->exec, be->stream));
+  const CUresult rl = be->cu->GraphLaunch(e->exec, be->stream);
+  if (rl != CUDA_SUCCESS) {
+    entry_free(be, e);
+    return kiln_cu_error(be->host, be->cu, rl, "cuGraphLaunch", NULL);
+  }
   return NULL;
 }
 
