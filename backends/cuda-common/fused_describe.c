@@ -15,7 +15,10 @@ const char *kiln_cuda_quant_name(kiln_cuda_quant q) {
 
 uint64_t kiln_cuda_xq_col_bytes(int64_t k, kiln_cuda_quant q) {
   if (q == KILN_CUDA_QUANT_NONE || k <= 0) return 0;
-  const uint64_t bytes = (uint64_t)k * (q == KILN_CUDA_QUANT_Q16 ? 2u : 1u) + (uint64_t)k / 32u * 8u;
+  /* act_quant.cuh's column: H[k] (and L[k] at 16 bits), k/32 float2
+   * {s, S}, then k/8 int32 sums of X (KILN_XQ_COL_BYTES). */
+  const uint64_t bytes = (uint64_t)k * (q == KILN_CUDA_QUANT_Q16 ? 2u : 1u) +
+                         (uint64_t)k / 32u * 8u + (uint64_t)k / 8u * 4u;
   return (bytes + 15u) & ~(uint64_t)15u;
 }
 

@@ -386,11 +386,43 @@ static void test_step_block_layout(void **state) {
   assert_true(readers >= 3); /* rope, attention, store_kv */
 }
 
+/* The host sizes the quantized-activation scratch (kiln_cuda_xq_col_bytes)
+ * by the column layout act_quant.cuh writes: H[K], L[K] at 16 bits, K/32
+ * float2 {s, S}, K/8 int32 sums, the column padded to 16 bytes. A host size
+ * that drops a region lets quantize write past the scratch (it did: the
+ * K/8 sums were missing). The template must still name every region. */
+static void test_xq_scratch_layout(void **state) {
+  (void)state;
+  static const int64_t ks[] = {32, 768, 2816, 3584, 18944};
+  for (size_t i = 0; i < sizeof ks / sizeof ks[0]; i++)
+    for (int bits = 8; bits <= 16; bits += 8) {
+      const int64_t k = ks[i];
+      const uint64_t want = ((uint64_t)(k * (bits / 8) + k / 32 * 8 + k / 8 * 4) + 15) & ~15ull;
+      const uint64_t got =
+          kiln_cuda_xq_col_bytes(k, bits == 16 ? KILN_CUDA_QUANT_Q16 : KILN_CUDA_QUANT_Q8);
+      if (got != want)
+        fail_msg("K=%lld, %d bits: host scratch %llu bytes a column, act_quant.cuh writes %llu",
+                 (long long)k, bits, (unsigned long long)got, (unsigned long long)want);
+    }
+  assert_int_equal(kiln_cuda_xq_col_bytes(768, KILN_CUDA_QUANT_NONE), 0);
+  for (unsigned ti = 0; ti < kiln_cuda_n_templates; ti++) {
+    const kiln_ktemplate *t = kiln_cuda_templates[ti];
+    if (strcmp(t->name, "quantize") != 0) continue;
+    assert_non_null(strstr(t->source, "#define KILN_XQ_I_OFF(k) "
+                                      "(KILN_XQ_S_OFF(k) + (long long)(k) / 32 * 8)"));
+    assert_non_null(strstr(t->source, "#define KILN_XQ_COL_BYTES(k) "
+                                      "(KILN_XQ_I_OFF(k) + (long long)(k) / 8 * 4)"));
+    return;
+  }
+  fail_msg("no quantize template");
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_every_template_every_arch),
       cmocka_unit_test(test_describe_refuses),
       cmocka_unit_test(test_step_block_layout),
+      cmocka_unit_test(test_xq_scratch_layout),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -11,19 +11,22 @@
 #            written (tools/device/peer/on-device-peer.sh, steps build and
 #            model; 4-5 minutes on a fresh machine, skipped on a warm one);
 #   B (GPU)  kiln built from the release tarball and every GPU suite run
-#            with KILN_REQUIRE_GPU=1 (.device/on-device-gpu.sh), then every
-#            GPU suite under compute-sanitizer's four tools
-#            (tools/device/sanitize.sh);
-#   then     llama-bench (fa 0 and 1) and `kiln bench` on the three CUDA
-#            backends on that one file (the peer script's bench step), and
+#            with KILN_REQUIRE_GPU=1 (.device/on-device-gpu.sh, at most
+#            SUITES_TIMEOUT s), then every GPU suite under compute-sanitizer's
+#            four tools (tools/device/sanitize.sh; SANITIZE=0 leaves it out,
+#            and it stops AFTER_SANITIZE s before the deadline), then
+#            perplexity on cpu and every CUDA backend (PERPLEXITY=0: not);
+#   then     kiln parity --per-op of the 7B file on cuda-batched against
+#            cpu:f64 (PARITY_7B=0: not), llama-bench (fa 0 and 1) and
+#            `kiln bench` on the three CUDA backends on that one file, and
 #            `kiln bench` on cuda-batched with profile = true, once with
-#            graph = false (the per-node table) and once with graph = true
-#            (GPU and host time per replayed step).
+#            graph = false (the per-node table) and once with graph = true.
 # Each stage checks the time left (DEADLINE seconds from the start, default
-# 570) and is skipped, saying so, rather than killed. At most 8 files come
-# back from $OUT: summary.txt (what matters, also printed last), tests.log
-# (every GPU suite's log), sanitize.log, bench.log, profile.log, and the
-# build and peer logs.
+# 570) and is skipped or cut, saying so; the logs of a finished stage are in
+# $OUT at once, so a call cut short still brings them back: summary.txt
+# (what matters, also printed last), tests.log (every GPU suite's log),
+# sanitize.log, perplexity.log, parity-7b.log, bench.log, profile.log, and
+# the build and peer logs.
 set -uo pipefail
 root=$(pwd)
 out=${OUT:-/tmp/all-gpu-out}
@@ -43,19 +46,38 @@ say "track A: llama.cpp and the 7B Q4_K_M in the background"
  echo $? > "$work/peer-prep.rc") &
 peer=$!
 
-say "track B: kiln build and every GPU suite (KILN_REQUIRE_GPU=1), then compute-sanitizer"
-OUT=$work SAN_JOBS=${SAN_JOBS:-6} SAN_TIMEOUT=${SAN_TIMEOUT:-300} \
-  bash .device/on-device-gpu.sh bash "$root/tools/device/sanitize.sh" > "$work/gpu.log" 2>&1
+say "track B: kiln build and every GPU suite (KILN_REQUIRE_GPU=1)"
+OUT=$work timeout "${SUITES_TIMEOUT:-240}" bash .device/on-device-gpu.sh > "$work/gpu.log" 2>&1
 gpu_rc=$?
 grep -E '^(== built|== tests done)' "$work/gpu.log" | tee -a "$summary"
 grep -E '^(PASS|FAIL|SKIP|ERROR|XFAIL|XPASS):' "$work/check.log" 2>/dev/null | tee -a "$summary"
-grep -E '^(== compute-sanitizer|test_|  )' "$work/gpu.log" | grep -vE '^  (FAIL|PASS)' |
-  sed -n '/== compute-sanitizer/,$p' | tee -a "$summary"
-[ -f "$work/sanitize.log" ] && cp "$work/sanitize.log" "$out/sanitize.log"
-for f in "$work"/tests_gpu_*.log "$work"/tests_unit_test_cuda*.log "$work"/tests_unit_test_kcache_guard*.log; do
-  [ -f "$f" ] && { echo "######## $(basename "$f")"; cat "$f"; }
-done > "$out/tests.log"
-cp "$work/make.log" "$out/build.log" 2> /dev/null
+save_logs() { # what has come so far, into $out at once: a later stage may be cut short
+  for f in "$work"/tests_gpu_*.log "$work"/tests_unit_test_cuda*.log "$work"/tests_unit_test_kcache_guard*.log; do
+    [ -f "$f" ] && { echo "######## $(basename "$f")"; cat "$f"; }
+  done > "$out/tests.log"
+  cp "$work/make.log" "$out/build.log" 2> /dev/null
+  cp "$work/sanitize.log" "$out/sanitize.log" 2> /dev/null
+}
+save_logs
+B=/tmp/kiln-build
+export LD_LIBRARY_PATH=/usr/local/cuda/lib64:/tmp/sysroot/usr/lib/x86_64-linux-gnu:${LD_LIBRARY_PATH:-}
+if [ "${SANITIZE:-1}" = 1 ] && [ -x $B/cli/kiln ]; then
+  t=$(( $(left) - ${AFTER_SANITIZE:-200} )); [ $t -gt 300 ] && t=300
+  if [ $t -lt 60 ]; then say "$(left) s left: compute-sanitizer skipped"; else
+    say "compute-sanitizer, every GPU suite and tool, at most $t s"
+    (cd $B && OUT=$work SAN_JOBS=${SAN_JOBS:-8} SAN_TIMEOUT=${SAN_TIMEOUT:-150} \
+      timeout $t bash "$root/tools/device/sanitize.sh") > "$work/san.out" 2>&1
+    san_rc=$?; [ $san_rc = 124 ] && say "compute-sanitizer cut at $t s (raise the budget)"
+    gpu_rc=$((gpu_rc || san_rc))
+    grep -E '^(== compute-sanitizer|test_)' "$work/san.out" | tee -a "$summary"
+    save_logs
+  fi
+fi
+if [ "${PERPLEXITY:-1}" = 1 ] && [ -x $B/cli/kiln ] && [ "$(left)" -gt 150 ]; then
+  say "perplexity, cpu and every CUDA backend"
+  (cd $B && OUT=$work timeout 90 bash "$root/tools/device/perplexity.sh") > "$out/perplexity.log" 2>&1
+  tail -12 "$out/perplexity.log" | tee -a "$summary"
+fi
 say "track B done (exit $gpu_rc); waiting for track A"
 wait $peer
 say "track A done (exit $(cat "$work/peer-prep.rc" 2> /dev/null || echo '?'))"
@@ -68,7 +90,17 @@ export LD_LIBRARY_PATH=/usr/local/cuda/lib64:/tmp/sysroot/usr/lib/x86_64-linux-g
 export KILN_PLUGIN_PATH=/tmp/kiln-build/.libs
 if [ ! -x $K ] || [ ! -f $M ]; then
   say "no kiln build or no $M: no benchmarks"
-elif [ "$(left)" -lt 150 ]; then
+else
+  if [ "${PARITY_7B:-1}" = 1 ] && [ "$(left)" -gt 200 ]; then
+    say "parity: the 7B Q4_K_M on cuda-batched (default modes) vs cpu:f64, per op, ChatML prompt"
+    (cd $B && timeout $(( $(left) - 120 )) ./cli/kiln parity -m $M --chat -p "Why is the sky blue?" \
+      --ref cpu:f64 --test cuda-batched --per-op > "$out/parity-7b.log" 2>&1)
+    say "parity exit $?"
+    grep -E "^(parity:|PASS|FAIL)|^logits" "$out/parity-7b.log" | head -8 | tee -a "$summary"
+  fi
+fi
+if [ ! -x $K ] || [ ! -f $M ]; then :
+elif [ "$(left)" -lt 100 ]; then
   say "$(left) s left: the benchmarks are skipped (run PEER_STEPS=bench bash .peer/on-device-peer.sh next)"
 else
   say "side by side: llama-bench and kiln bench on $(du -h $M | cut -f1) ($(left) s left)"
