@@ -28,12 +28,13 @@ backends_cpu_libkilncpuops_la_SOURCES = \
 	backends/cpu/op_gated_delta_net.c \
 	backends/cpu/gdn_body.h
 # -fno-math-errno lets sqrtf inline (errno is never read); the vectorizer's
-# dynamic cost model lets gcc -O2 vectorize the lane loops of cpu_dot.h.
+# dynamic cost model lets gcc -O2 vectorize the lane loops of cpu_dot.h
+# (KILN_CPU_VEC_CFLAGS: configure keeps the flags the compiler accepts).
 # Neither changes a result. -ffp-contract=off keeps a*b+c two roundings
 # even under -std=gnu11 or -march with FMA, so results do not depend on the
 # build or on which cpu_dot.h clone (SSE2 or AVX2) runs.
 backends_cpu_libkilncpuops_la_CFLAGS = $(AM_CFLAGS) -fno-math-errno -ffp-contract=off \
-	-ftree-vectorize -fvect-cost-model=dynamic
+	$(KILN_CPU_VEC_CFLAGS)
 backends_cpu_libkilncpuops_la_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/backends/common
 # The node's structure is checked by backends/common, as in every backend.
 backends_cpu_libkilncpuops_la_LIBADD = backends/common/libkilnnodecheck.la -lm
