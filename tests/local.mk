@@ -15,6 +15,12 @@ tests_libkilntest_la_SOURCES = tests/testutil.c tests/testutil.h tests/kiln_proc
 tests_libkilntest_la_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS)
 
 TEST_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS) -I$(top_srcdir)/tests
+
+# The counting allocator (tests/heap_count.h): compile these sources into a
+# test and link it with these flags to measure its heap.
+heap_count_sources = tests/heap_count.c tests/heap_count.h
+heap_count_ldflags = -Wl,--wrap=malloc -Wl,--wrap=calloc -Wl,--wrap=realloc -Wl,--wrap=free \
+	-Wl,--wrap=strdup -Wl,--wrap=strndup
 TEST_LIBS = tests/libkilntest.la libkiln.la $(CMOCKA_LIBS) -lm
 
 include tests/unit/local.mk

@@ -2,14 +2,15 @@
  * by byte (gguf_testbuf.h), never a committed model file.
  *
  * Every case must be rejected with the right status code and a message that
- * names the file, a byte offset and the field, key or tensor; in under
- * 100 ms; and with at most 64 MiB allocated: each open runs under
- * setrlimit(RLIMIT_DATA, current data size + 64 MiB), a real limit (the
- * first test proves it refuses a 96 MiB allocation), so a reader that
- * allocated from an unchecked count (2^62 u32 elements) would fail here.
- * Each input is copied into a heap buffer of exactly its size, so the
- * sanitizer build (test_gguf_malformed_san, ASan + UBSan, reader compiled
- * in) catches any read past the end. */
+ * names the file, a byte offset and the field, key or tensor; without
+ * hanging; and with a peak heap of at most 64 MiB, measured: the reader is
+ * compiled into this program and linked with the counting allocator
+ * (tests/heap_count.h), which sees every allocation it makes (the first
+ * test proves the count is real). A header that claims more entries than
+ * its file holds at its first bad entry must cost almost nothing: the
+ * tables grow as entries parse. Each input is copied into a heap buffer of
+ * exactly its size, so the sanitizer build (test_gguf_malformed_san, ASan
+ * + UBSan) catches any read past the end. */
 #include "config.h"
 
 #include <stdarg.h>
@@ -22,49 +23,17 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/resource.h>
 #include <time.h>
 
+#include "heap_count.h"
 #include "kiln/gguf.h"
 #include "testutil.h"
 #include "gguf_testbuf.h"
 
-/* Under ASan, let malloc return NULL past the limit instead of aborting, so
- * the limit self-test can see it (ASan reads this hook at start-up). */
-const char *__asan_default_options(void);
-const char *__asan_default_options(void) { return "allocator_may_return_null=1"; }
-
 #define LIMIT_BYTES (64ull << 20)
-#define TIME_LIMIT_MS 100.0
+/* A hang guard, not a speed check: generous for a loaded shared machine. */
+#define TIME_LIMIT_MS 5000.0
 #define NAME "crafted.gguf"
-
-/* ---- the memory limit ------------------------------------------------------ */
-
-/* The process's data size (what RLIMIT_DATA counts), from /proc. */
-static uint64_t vm_data_bytes(void) {
-  FILE *f = fopen("/proc/self/status", "r");
-  if (!f) fail_msg("cannot read /proc/self/status for the memory limit");
-  char line[256];
-  uint64_t kb = 0;
-  while (fgets(line, sizeof line, f)) {
-    if (sscanf(line, "VmData: %" SCNu64 " kB", &kb) == 1) break;
-  }
-  fclose(f);
-  if (!kb) fail_msg("no VmData in /proc/self/status");
-  return kb * 1024;
-}
-
-static void limit_begin(struct rlimit *old) {
-  assert_int_equal(getrlimit(RLIMIT_DATA, old), 0);
-  struct rlimit lim = *old;
-  lim.rlim_cur = (rlim_t)(vm_data_bytes() + LIMIT_BYTES);
-  if (old->rlim_max != RLIM_INFINITY && lim.rlim_cur > old->rlim_max) lim.rlim_cur = old->rlim_max;
-  assert_int_equal(setrlimit(RLIMIT_DATA, &lim), 0);
-}
-
-static void limit_end(const struct rlimit *old) {
-  assert_int_equal(setrlimit(RLIMIT_DATA, old), 0);
-}
 
 static double now_ms(void) {
   struct timespec t;
@@ -72,20 +41,25 @@ static double now_ms(void) {
   return (double)t.tv_sec * 1e3 + (double)t.tv_nsec / 1e6;
 }
 
-/* Opens an exact-size heap copy of data[0..size) under the memory limit,
- * timing it. On success *out_copy holds the bytes the kiln_gguf uses: free
- * it after kiln_gguf_close(). */
-static kiln_status open_limited(const void *data, size_t size, kiln_gguf **out, void **out_copy,
-                                double *ms) {
+/* The heap the last open_measured() cost at its peak, for the log. */
+static uint64_t last_peak;
+
+/* Opens an exact-size heap copy of data[0..size), timing it and measuring
+ * its peak heap, which must stay within LIMIT_BYTES. On success *out_copy
+ * holds the bytes the kiln_gguf uses: free it after kiln_gguf_close(). */
+static kiln_status open_measured(const void *data, size_t size, kiln_gguf **out, void **out_copy,
+                                 double *ms) {
   void *copy = malloc(size ? size : 1);
   assert_non_null(copy);
   if (size) memcpy(copy, data, size);
-  struct rlimit old;
-  limit_begin(&old);
+  heap_count_mark();
   double t0 = now_ms();
   kiln_status st = kiln_gguf_open_memory(copy, size, NAME, out);
   *ms = now_ms() - t0;
-  limit_end(&old);
+  last_peak = heap_count_peak_since_mark();
+  if (last_peak > LIMIT_BYTES)
+    fail_msg("opening %zu bytes took %" PRIu64 " bytes of heap at its peak (limit %llu)", size,
+             last_peak, LIMIT_BYTES);
   if (st) {
     free(copy);
     copy = NULL;
@@ -102,15 +76,15 @@ static void expect_reject(const char *what, const void *data, size_t size, kiln_
   kiln_gguf *g = NULL;
   void *copy;
   double ms;
-  kiln_status st = open_limited(data, size, &g, &copy, &ms);
+  kiln_status st = open_measured(data, size, &g, &copy, &ms);
   if (!st) {
     kiln_gguf_close(g);
     free(copy);
     fail_msg("%s: accepted, expected %s", what, kiln_status_code_name(code));
   }
   const char *msg = kiln_status_message(st);
-  printf("  %-28s %5.2f ms  %s: %s\n", what, ms, kiln_status_code_name(kiln_status_code_of(st)),
-         msg);
+  printf("  %-28s %5.2f ms %8.1f KiB  %s: %s\n", what, ms, (double)last_peak / 1024,
+         kiln_status_code_name(kiln_status_code_of(st)), msg);
   if (kiln_status_code_of(st) != code) {
     fail_msg("%s: code %s, expected %s (%s)", what, kiln_status_code_name(kiln_status_code_of(st)),
              kiln_status_code_name(code), msg);
@@ -146,23 +120,30 @@ enum {
 };
 enum { T_F32 = 0, T_F16 = 1, T_Q8_0 = 8 };
 
-/* ---- the limit is real --------------------------------------------------- */
+/* ---- the count is real ---------------------------------------------------- */
 
-static void test_memory_limit_is_enforced(void **state) {
+/* Where the self-test's blocks go, so no compiler can drop the calls. */
+static void *volatile sink[4];
+
+static void test_heap_count_is_real(void **state) {
   (void)state;
-  struct rlimit old;
-  limit_begin(&old);
-  void *p = malloc(96u << 20);
-  limit_end(&old);
-  if (p) {
-    free(p);
-    fail_msg(
-        "a 96 MiB malloc succeeded under RLIMIT_DATA = current + 64 MiB: the limit is not real "
-        "here");
-  }
-  p = malloc(96u << 20);
-  assert_non_null(p); /* and without the limit it works */
-  free(p);
+  heap_count_mark();
+  sink[0] = malloc(96u << 20);
+  sink[1] = calloc(1u << 20, 8);
+  sink[2] = strdup("a string of the reader's");
+  assert_non_null(sink[0]);
+  assert_non_null(sink[1]);
+  assert_non_null(sink[2]);
+  uint64_t peak = heap_count_peak_since_mark();
+  if (peak < (104u << 20))
+    fail_msg("96 + 8 MiB allocated, the count saw %" PRIu64 " bytes: it is not counting", peak);
+  sink[3] = realloc(sink[0], 1u << 20); /* shrinks: live drops, the peak stays */
+  assert_non_null(sink[3]);
+  assert_true(heap_count_live() < (int64_t)(96u << 20));
+  assert_true(heap_count_peak_since_mark() >= peak);
+  for (int i = 1; i < 4; i++) free(sink[i]);
+  heap_count_mark();
+  assert_int_equal(heap_count_peak_since_mark(), 0);
 }
 
 /* ---- the header ------------------------------------------------------------ */
@@ -450,7 +431,7 @@ static void test_alignment_64_reads(void **state) {
   kiln_gguf *g = NULL;
   void *copy;
   double ms;
-  KT_ASSERT_OK(open_limited(b->p, b->n, &g, &copy, &ms));
+  KT_ASSERT_OK(open_measured(b->p, b->n, &g, &copy, &ms));
   assert_int_equal(kiln_gguf_alignment(g), 64);
   assert_int_equal(kiln_gguf_data_offset(g), data_start);
   assert_int_equal(kiln_gguf_data_offset(g) % 64, 0);
@@ -603,6 +584,98 @@ static void test_data_past_end(void **state) {
   tb_free(b);
 }
 
+/* Two tensors' data may not share a byte; touching is fine. */
+static tb *two_tensors(uint64_t n0, uint64_t off0, uint64_t n1, uint64_t off1, size_t data) {
+  tb *b = tb_new();
+  tb_header(b, 3, 2, 0);
+  tb_tensor(b, "blk.0.attn_q.weight", 1, &n0, T_F32, off0);
+  tb_tensor(b, "blk.0.attn_k.weight", 1, &n1, T_F32, off1);
+  tb_pad(b, 32);
+  tb_fill_to(b, b->n + data);
+  return b;
+}
+
+static void test_overlapping_tensors(void **state) {
+  (void)state;
+  tb *b = two_tensors(8, 0, 8, 0, 64); /* the same 32 bytes */
+  REJECT(b, KILN_STATUS_MALFORMED,
+         "tensor[1] 'blk.0.attn_k.weight' offset: data [0, 32) overlaps tensor[0] "
+         "'blk.0.attn_q.weight' data [0, 32)",
+         "may not share bytes");
+  tb_free(b);
+  b = two_tensors(16, 0, 8, 32, 64); /* the second inside the first */
+  REJECT(b, KILN_STATUS_MALFORMED, "tensor[1] 'blk.0.attn_k.weight' offset: data [32, 64)",
+         "overlaps tensor[0] 'blk.0.attn_q.weight' data [0, 64)");
+  tb_free(b);
+  b = two_tensors(16, 32, 16, 0, 96); /* listed out of order, overlapping by 32 bytes */
+  REJECT(b, KILN_STATUS_MALFORMED, "tensor[0] 'blk.0.attn_q.weight' offset: data [32, 96)",
+         "overlaps tensor[1] 'blk.0.attn_k.weight' data [0, 64)");
+  tb_free(b);
+
+  b = two_tensors(8, 32, 8, 0, 64); /* touching, out of order: fine */
+  kiln_gguf *g;
+  void *copy;
+  double ms;
+  KT_ASSERT_OK(open_measured(b->p, b->n, &g, &copy, &ms));
+  assert_int_equal(kiln_gguf_n_tensors(g), 2);
+  kiln_gguf_close(g);
+  free(copy);
+  tb_free(b);
+}
+
+/* ---- claimed counts ----------------------------------------------------- */
+
+/* A header claims as many entries as its file could hold and the first one
+ * is malformed. The tables were once sized from the claim (a 16 MiB file
+ * cost 110.8 MiB of heap before its rejection); they grow as entries parse,
+ * so the peak must not grow with the file at all. */
+#define CLAIM_PEAK_LIMIT (256u << 10)
+
+static void expect_cheap_reject(const char *what, tb *b, const char *needle1,
+                                const char *needle2) {
+  expect_reject(what, b->p, b->n, KILN_STATUS_MALFORMED, needle1, needle2);
+  if (last_peak > CLAIM_PEAK_LIMIT)
+    fail_msg("%s: %zu-byte file: %" PRIu64 " bytes of heap at the peak (limit %u)", what, b->n,
+             last_peak, CLAIM_PEAK_LIMIT);
+}
+
+static void test_claimed_counts_cost_nothing(void **state) {
+  (void)state;
+  static const size_t mib[] = {1, 10, 16};
+  for (size_t k = 0; k < sizeof mib / sizeof mib[0]; k++) {
+    size_t size = mib[k] << 20;
+    char what[64];
+
+    tb *b = tb_new(); /* key/values: each at least 13 bytes */
+    tb_header(b, 3, 0, (size - 24) / 13);
+    tb_key(b, "general.name", 13); /* no such value type */
+    tb_fill_to(b, size);
+    snprintf(what, sizeof what, "%zu MiB of claimed kvs", mib[k]);
+    expect_cheap_reject(what, b, "kv[0] 'general.name'", "value type 13");
+    tb_free(b);
+
+    b = tb_new(); /* tensor infos: each at least 32 bytes */
+    tb_header(b, 3, (size - 24) / 32, 0);
+    tb_str(b, "token_embd.weight");
+    tb_u32(b, 9); /* n_dims */
+    tb_fill_to(b, size);
+    snprintf(what, sizeof what, "%zu MiB of claimed tensors", mib[k]);
+    expect_cheap_reject(what, b, "tensor[0] 'token_embd.weight'", "n_dims is 9");
+    tb_free(b);
+
+    b = tb_new(); /* string elements: each at least 8 bytes */
+    tb_header(b, 3, 0, 1);
+    tb_key(b, "tokenizer.ggml.tokens", ARR);
+    tb_u32(b, STR);
+    tb_u64(b, (size - 24 - 8 - 21 - 4 - 4 - 8) / 8);
+    tb_u64(b, 1ull << 40); /* element 0's length: past the end */
+    tb_fill_to(b, size);
+    snprintf(what, sizeof what, "%zu MiB of claimed strings", mib[k]);
+    expect_cheap_reject(what, b, "'tokenizer.ggml.tokens' element 0", "exceeds");
+    tb_free(b);
+  }
+}
+
 /* ---- a valid file, whole and cut at every boundary ------------------------- */
 
 /* A small file with every kind of field, its last tensor ending at EOF. */
@@ -651,7 +724,7 @@ static void test_valid_file_reads(void **state) {
   kiln_gguf *g = NULL;
   void *copy;
   double ms;
-  KT_ASSERT_OK(open_limited(b->p, b->n, &g, &copy, &ms));
+  KT_ASSERT_OK(open_measured(b->p, b->n, &g, &copy, &ms));
   assert_int_equal(kiln_gguf_version(g), 3);
   assert_int_equal(kiln_gguf_n_kv(g), 7);
   assert_int_equal(kiln_gguf_n_tensors(g), 3);
@@ -705,7 +778,7 @@ static void test_truncated_at_every_boundary(void **state) {
     kiln_gguf *g = NULL;
     void *copy;
     double ms;
-    kiln_status st = open_limited(b->p, cut, &g, &copy, &ms);
+    kiln_status st = open_measured(b->p, cut, &g, &copy, &ms);
     if (!st) fail_msg("prefix of %zu bytes accepted", cut);
     assert_int_equal(kiln_status_code_of(st), KILN_STATUS_MALFORMED);
     assert_non_null(strstr(kiln_status_message(st), ": byte "));
@@ -718,7 +791,7 @@ static void test_truncated_at_every_boundary(void **state) {
 
 int main(void) {
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_memory_limit_is_enforced),
+      cmocka_unit_test(test_heap_count_is_real),
       cmocka_unit_test(test_kv_count_2_63),
       cmocka_unit_test(test_tensor_count_2_63),
       cmocka_unit_test(test_tensor_count_after_kvs),
@@ -735,6 +808,8 @@ int main(void) {
       cmocka_unit_test(test_n_dims),
       cmocka_unit_test(test_tensor_types),
       cmocka_unit_test(test_data_past_end),
+      cmocka_unit_test(test_overlapping_tensors),
+      cmocka_unit_test(test_claimed_counts_cost_nothing),
       cmocka_unit_test(test_valid_file_reads),
       cmocka_unit_test(test_truncated_at_every_boundary),
   };

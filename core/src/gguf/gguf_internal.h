@@ -28,12 +28,14 @@ struct kiln_gguf {
   uint64_t data_offset;
   uint64_t n_kv;
   kiln_gguf_kv *kvs;
+  uint64_t kv_cap; /* entries allocated in kvs and str_offsets (<= n_kv) */
   /* For each kv that is an ARRAY of STRING: the byte offset of each
    * element's length prefix from kv->arr_data (O(1) element access);
    * NULL for every other kv. */
   uint64_t **str_offsets;
   uint64_t n_tensors;
   kiln_gguf_tensor *tensors;
+  uint64_t tensor_cap; /* entries allocated in tensors (<= n_tensors) */
   kiln__gguf_index kv_index;
   kiln__gguf_index tensor_index;
 };

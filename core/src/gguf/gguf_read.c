@@ -4,10 +4,12 @@
  * Follows the GGUF specification (ggml-org/ggml docs/gguf.md), versions 2
  * and 3, little-endian. The rule that keeps hostile files harmless: every
  * count, length, offset and size is compared with the bytes left in the
- * file before it is used, and every allocation is sized by a count that has
- * already passed that check, so a file can cost at most a small multiple of
- * its own size in heap. Errors name the file, the byte offset and the field
- * (kv index and key, tensor index and name). */
+ * file before it is used, and the tables grow with the entries that have
+ * actually parsed, never with a count the header claims: a file rejected at
+ * its first bad entry costs no more heap than the entries before it, and a
+ * file at most a small multiple of its own size. Tensor data may not
+ * overlap (ggml lays tensors out one after another). Errors name the file,
+ * the byte offset and the field (kv index and key, tensor index and name). */
 #include "config.h"
 
 #include <errno.h>
@@ -166,6 +168,20 @@ static const char *ggml_type_name_any(uint32_t id) {
   return id < sizeof names / sizeof names[0] ? names[id] : NULL;
 }
 
+/* Grows a table of `size`-byte elements (*cap of them) by doubling, to at
+ * most `max`, zeroing the new part. false when out of memory (the table is
+ * left as it was). max is a count bounded by the file's size. */
+static bool grow_table(void **table, uint64_t *cap, uint64_t max, size_t size) {
+  uint64_t ncap = *cap ? 2 * *cap : 16;
+  if (ncap > max) ncap = max;
+  void *t = realloc(*table, ncap * size);
+  if (!t) return false;
+  memset((char *)t + *cap * size, 0, (ncap - *cap) * size);
+  *table = t;
+  *cap = ncap;
+  return true;
+}
+
 /* ---- name index ---------------------------------------------------------- */
 
 static uint64_t hash_name(const char *s, uint64_t n) {
@@ -177,19 +193,31 @@ static uint64_t hash_name(const char *s, uint64_t n) {
   return h;
 }
 
-static kiln_status index_init(kiln__gguf_index *ix, uint64_t n) {
-  uint64_t cap = 8;
-  while (cap < 2 * n) cap *= 2; /* n is bounded by the file size: no overflow */
-  ix->slots = calloc(cap, sizeof *ix->slots);
-  if (!ix->slots)
-    return kiln_status_new(KILN_STATUS_NO_MEMORY, "gguf name index of %" PRIu64 " slots", cap);
-  ix->mask = cap - 1;
-  return NULL;
-}
-
 /* The names live at `stride`-spaced kiln_gguf_str fields starting at base. */
 static const kiln_gguf_str *name_at(const void *base, size_t stride, uint64_t i) {
   return (const kiln_gguf_str *)((const char *)base + i * stride);
+}
+
+static void index_put(uint64_t *slots, uint64_t mask, const kiln_gguf_str *k, uint64_t value) {
+  uint64_t h = hash_name(k->ptr, k->len) & mask;
+  while (slots[h]) h = (h + 1) & mask;
+  slots[h] = value;
+}
+
+/* Makes room for entry `count` (0-based) while keeping the table at most
+ * half full: doubles and rehashes entries 0..count-1 when needed. false
+ * when out of memory (the table is left as it was). */
+static bool index_reserve(kiln__gguf_index *ix, const void *base, size_t stride, uint64_t count) {
+  uint64_t cap = ix->slots ? ix->mask + 1 : 0;
+  if (2 * (count + 1) <= cap) return true;
+  uint64_t ncap = cap ? 2 * cap : 16; /* count is bounded by the file size: no overflow */
+  uint64_t *slots = calloc(ncap, sizeof *slots);
+  if (!slots) return false;
+  for (uint64_t i = 0; i < count; i++) index_put(slots, ncap - 1, name_at(base, stride, i), i + 1);
+  free(ix->slots);
+  ix->slots = slots;
+  ix->mask = ncap - 1;
+  return true;
 }
 
 static uint64_t index_find(const kiln__gguf_index *ix, const void *base, size_t stride,
@@ -271,14 +299,18 @@ static kiln_status parse_array(kiln_gguf *g, reader *r, uint64_t i, const char *
                     what, n, left);
   }
   if (n == 0) return NULL;
-  uint64_t *offs = malloc(n * sizeof *offs);
-  if (!offs) {
-    return rd_error(r, at, KILN_STATUS_NO_MEMORY, "%s: offset table for %" PRIu64 " strings", what,
-                    n);
-  }
-  g->str_offsets[i] = offs;
-  uint64_t base = r->pos;
+  uint64_t base = r->pos, cap = 0;
   for (uint64_t j = 0; j < n; j++) {
+    if (j == cap) {
+      /* grown with the elements read, as the tables are */
+      void *t = g->str_offsets[i];
+      bool ok = grow_table(&t, &cap, n, sizeof *g->str_offsets[i]);
+      g->str_offsets[i] = t;
+      if (!ok)
+        return rd_error(r, at, KILN_STATUS_NO_MEMORY,
+                        "%s: offset table for %" PRIu64 " strings", what, n);
+    }
+    uint64_t *offs = g->str_offsets[i];
     offs[j] = r->pos - base;
     /* The fast path for 150k-token vocabularies; on failure rd_string
      * says what is wrong, with the element named. */
@@ -463,6 +495,47 @@ static kiln_status parse_tensor_info(kiln_gguf *g, reader *r, uint64_t i, uint64
   return NULL;
 }
 
+typedef struct extent {
+  uint64_t start, end, i;
+} extent;
+
+static int cmp_extent(const void *a, const void *b) {
+  const extent *x = a, *y = b;
+  if (x->start != y->start) return x->start < y->start ? -1 : 1;
+  return x->i < y->i ? -1 : x->i > y->i;
+}
+
+/* No two tensors' data may share a byte: a tensor written through one
+ * name would change another. Sorted by start, each must begin at or after
+ * the furthest end before it. */
+static kiln_status check_overlaps(const kiln_gguf *g, const reader *r, const uint64_t *offset_at) {
+  if (g->n_tensors < 2) return NULL;
+  extent *x = malloc(g->n_tensors * sizeof *x);
+  if (!x) return rd_error(r, 8, KILN_STATUS_NO_MEMORY, "tensor extents");
+  for (uint64_t i = 0; i < g->n_tensors; i++)
+    x[i] = (extent){g->tensors[i].offset, g->tensors[i].offset + g->tensors[i].nbytes, i};
+  qsort(x, g->n_tensors, sizeof *x, cmp_extent);
+  kiln_status st = NULL;
+  uint64_t far = 0; /* the extent reaching furthest so far */
+  for (uint64_t k = 1; k < g->n_tensors && !st; k++) {
+    if (x[k].start < x[far].end) {
+      const kiln_gguf_tensor *a = &g->tensors[x[far].i], *b = &g->tensors[x[k].i];
+      char qa[QUOTE_CAP], qb[QUOTE_CAP];
+      uint64_t later = x[k].i > x[far].i ? x[k].i : x[far].i;
+      st = rd_error(r, offset_at[later], KILN_STATUS_MALFORMED,
+                    "tensor[%" PRIu64 "] %s offset: data [%" PRIu64 ", %" PRIu64
+                    ") overlaps tensor[%" PRIu64 "] %s data [%" PRIu64 ", %" PRIu64
+                    ") (offsets from the data section; tensors may not share bytes)",
+                    x[k].i, quote(qb, sizeof qb, b->name.ptr, b->name.len), x[k].start, x[k].end,
+                    x[far].i, quote(qa, sizeof qa, a->name.ptr, a->name.len), x[far].start,
+                    x[far].end);
+    }
+    if (x[k].end > x[far].end) far = k;
+  }
+  free(x);
+  return st;
+}
+
 /* ---- the whole header ----------------------------------------------------- */
 
 static kiln_status parse(kiln_gguf *g) {
@@ -521,19 +594,28 @@ static kiln_status parse(kiln_gguf *g) {
                     g->n_tensors, g->n_kv, left);
   }
 
-  /* Counts are now bounded by the file's size: allocation is safe. */
-  if (g->n_kv) {
-    g->kvs = calloc(g->n_kv, sizeof *g->kvs);
-    g->str_offsets = calloc(g->n_kv, sizeof *g->str_offsets);
-    if (!g->kvs || !g->str_offsets) {
-      return rd_error(r, 16, KILN_STATUS_NO_MEMORY, "header: %" PRIu64 " key/values", g->n_kv);
+  /* The tables grow as entries parse (grow_table): a count is only a
+   * claim until its entries are there. */
+  for (uint64_t i = 0; i < g->n_kv; i++) {
+    if (i == g->kv_cap) {
+      uint64_t cap = g->kv_cap;
+      void *kvs = g->kvs, *offs = g->str_offsets;
+      bool ok = grow_table(&kvs, &cap, g->n_kv, sizeof *g->kvs);
+      g->kvs = kvs;
+      cap = g->kv_cap;
+      ok = ok && grow_table(&offs, &cap, g->n_kv, sizeof *g->str_offsets);
+      g->str_offsets = offs;
+      if (!ok)
+        return rd_error(r, r->pos, KILN_STATUS_NO_MEMORY, "kv[%" PRIu64 "]: growing the table", i);
+      g->kv_cap = cap;
     }
+    if (!index_reserve(&g->kv_index, g->kvs, sizeof *g->kvs, i))
+      return rd_error(r, r->pos, KILN_STATUS_NO_MEMORY, "kv[%" PRIu64 "]: growing the name index", i);
+    KILN_RETURN_IF_ERROR(parse_kv(g, r, i));
   }
-  KILN_RETURN_IF_ERROR(index_init(&g->kv_index, g->n_kv));
-  for (uint64_t i = 0; i < g->n_kv; i++) KILN_RETURN_IF_ERROR(parse_kv(g, r, i));
   KILN_RETURN_IF_ERROR(read_alignment(g, r));
 
-  /* Checked again against what the key/values left, before allocating. */
+  /* Checked again against what the key/values left. */
   if (g->n_tensors > rd_left(r) / GGUF_MIN_TENSOR_INFO_BYTES) {
     return rd_error(r, 8, KILN_STATUS_MALFORMED,
                     "header tensor_count: %" PRIu64 " tensor infos cannot fit in the %" PRIu64
@@ -541,18 +623,28 @@ static kiln_status parse(kiln_gguf *g) {
                     g->n_tensors, rd_left(r), GGUF_MIN_TENSOR_INFO_BYTES);
   }
   uint64_t *offset_at = NULL;
-  if (g->n_tensors) {
-    g->tensors = calloc(g->n_tensors, sizeof *g->tensors);
-    offset_at = calloc(g->n_tensors, sizeof *offset_at);
-    if (!g->tensors || !offset_at) {
-      free(offset_at);
-      return rd_error(r, 8, KILN_STATUS_NO_MEMORY, "header: %" PRIu64 " tensor infos",
-                      g->n_tensors);
-    }
-  }
-  kiln_status st = index_init(&g->tensor_index, g->n_tensors);
+  kiln_status st = NULL;
   for (uint64_t i = 0; !st && i < g->n_tensors; i++) {
-    st = parse_tensor_info(g, r, i, &offset_at[i]);
+    if (i == g->tensor_cap) {
+      uint64_t cap = g->tensor_cap;
+      void *ts = g->tensors, *offs = offset_at;
+      bool ok = grow_table(&ts, &cap, g->n_tensors, sizeof *g->tensors);
+      g->tensors = ts;
+      cap = g->tensor_cap;
+      ok = ok && grow_table(&offs, &cap, g->n_tensors, sizeof *offset_at);
+      offset_at = offs;
+      if (!ok) {
+        st = rd_error(r, r->pos, KILN_STATUS_NO_MEMORY, "tensor[%" PRIu64 "]: growing the table",
+                      i);
+        break;
+      }
+      g->tensor_cap = cap;
+    }
+    if (!index_reserve(&g->tensor_index, g->tensors, sizeof *g->tensors, i))
+      st = rd_error(r, r->pos, KILN_STATUS_NO_MEMORY, "tensor[%" PRIu64 "]: growing the name index",
+                    i);
+    else
+      st = parse_tensor_info(g, r, i, &offset_at[i]);
   }
 
   /* The data section starts at the next multiple of the alignment (the
@@ -577,6 +669,7 @@ static kiln_status parse(kiln_gguf *g) {
     }
     t->data = g->data + start;
   }
+  if (!st) st = check_overlaps(g, r, offset_at);
   free(offset_at);
   return st;
 }
@@ -668,7 +761,7 @@ kiln_status kiln_gguf_open_memory(const void *data, size_t size, const char *nam
 void kiln_gguf_close(kiln_gguf *g) {
   if (!g) return;
   if (g->str_offsets) {
-    for (uint64_t i = 0; i < g->n_kv; i++) free(g->str_offsets[i]);
+    for (uint64_t i = 0; i < g->kv_cap; i++) free(g->str_offsets[i]);
   }
   free(g->str_offsets);
   free(g->kvs);
