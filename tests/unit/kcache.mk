@@ -19,9 +19,9 @@ kcache_cuda_cppflags = $(AM_CPPFLAGS) $(CUDA_CPPFLAGS) -I$(top_srcdir)/backends/
 kcache_cuda_libs = backends/cuda-common/libkilncudacommon.la $(TEST_LIBS) $(NVRTC_LIBS)
 
 check_PROGRAMS += tests/unit/test_kcache_guard tests/unit/test_kcache_seed \
-	tests/unit/test_kcache_disk tests/unit/test_kcache_cli
+	tests/unit/test_kcache_disk tests/unit/test_kcache_tmp tests/unit/test_kcache_cli
 TESTS += tests/unit/test_kcache_guard tests/unit/test_kcache_seed \
-	tests/unit/test_kcache_disk tests/unit/test_kcache_cli
+	tests/unit/test_kcache_disk tests/unit/test_kcache_tmp tests/unit/test_kcache_cli
 
 tests_unit_test_kcache_guard_SOURCES = tests/unit/test_kcache_guard.c $(kcache_testhost)
 tests_unit_test_kcache_guard_CPPFLAGS = $(kcache_cuda_cppflags)
@@ -37,6 +37,13 @@ tests_unit_test_kcache_disk_SOURCES = tests/unit/test_kcache_disk.c $(kcache_tes
 tests_unit_test_kcache_disk_CPPFLAGS = $(kcache_cuda_cppflags)
 tests_unit_test_kcache_disk_CFLAGS = $(kcache_test_cflags)
 tests_unit_test_kcache_disk_LDADD = $(kcache_cuda_libs)
+
+# The stress ends with `kiln kernels --clear`: cli/cmd_kernels.c compiled in.
+tests_unit_test_kcache_tmp_SOURCES = tests/unit/test_kcache_tmp.c cli/cmd_kernels.c \
+	cli/cmd_kernels.h $(kcache_testhost)
+tests_unit_test_kcache_tmp_CPPFLAGS = $(kcache_cuda_cppflags)
+tests_unit_test_kcache_tmp_CFLAGS = $(kcache_test_cflags)
+tests_unit_test_kcache_tmp_LDADD = $(kcache_cuda_libs)
 
 # cli/cmd_kernels.c is compiled in: the suite calls kiln_cmd_kernels().
 tests_unit_test_kcache_cli_SOURCES = tests/unit/test_kcache_cli.c cli/cmd_kernels.c \

@@ -372,11 +372,14 @@ static void test_clear_checks_content(void **state) {
   } files[] = {
       {"%s.kk", NULL, 0, true, NULL},                   /* a real entry */
       {"%s.kk.tmp.12.3", NULL, 40, true, NULL},         /* a partial temporary file */
+      {"%s.kk.tmp.12.4", "", 0, true, NULL},            /* a writer killed before writing */
+      {"%s.kk.tmp.12.5", NULL, 7, true, NULL},          /* ... inside the first line */
       {"1%.31s.kk", NULL, 100, true, NULL},             /* a damaged (truncated) entry */
       {"2%.31s.kk", "precious\n", 0, false, "does not begin with the cache-entry header"},
       {"3%.31s.kk", "kiln-kc", 0, false, "does not begin with the cache-entry header"},
       {"4%.31s.kk", "", 0, false, "does not begin with the cache-entry header"},
-      {"%s.kk.tmp.99.1", "my notes\n", 0, false, "does not begin with the cache-entry header"},
+      {"%s.kk.tmp.99.1", "my notes\n", 0, false, "does not begin like a cache entry"},
+      {"%s.kk.tmp.99.x", "", 0, false, "not named like a cache entry"},
       {"%s.kk.bak", NULL, 0, false, "not named like a cache entry"},
       {"notes%.0s.txt", "mine\n", 0, false, "not named like a cache entry"},
   };
@@ -394,8 +397,8 @@ static void test_clear_checks_content(void **state) {
   kt_log why = {0};
   KT_ASSERT_OK(kiln_kcache_clear_report(kc, log_left, &why, &removed, &left));
   printf("%s", why.text);
-  assert_int_equal(removed, 3);
-  assert_int_equal(left, nf - 3);
+  assert_int_equal(removed, 5);
+  assert_int_equal(left, nf - 5);
   for (size_t i = 0; i < nf; i++) {
     snprintf(name, sizeof name, files[i].name, hex);
     snprintf(path, sizeof path, "%s/%s", dir, name);

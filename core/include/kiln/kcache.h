@@ -88,13 +88,19 @@
  * canonical text equals the one the service renders for the request;
  * otherwise it is discarded (logged with the file name and the reason: the
  * first differing line names the fingerprint field or parameter) and the
- * kernel is rebuilt and written again. Writes go to a temporary file in the
- * same folder, then rename(2), so readers in other processes see an old
- * entry, a new entry, or none, never a partial one. The service opens only
- * names it forms from keys, with O_NOFOLLOW, relative to the folder it
- * opened at kiln_kcache_open(); it never follows a path read from a file,
- * and it removes (--clear) only regular files named like entries or its
- * own temporary files whose content begins with the entry's first line.
+ * kernel is rebuilt and written again. An entry with an empty image is
+ * malformed (no compiler makes one). Writes go to a temporary file
+ * "<key>.kk.tmp.<pid>.<n>" in the same folder, locked with flock(2) from
+ * its creation until it has been renamed into place, then rename(2), so
+ * readers in other processes see an old entry, a new entry, or none, never
+ * a partial one; a temporary file whose lock is free has lost its writer
+ * (killed), and the service removes such files older than a minute when
+ * it first uses the folder. The service opens only names it forms from
+ * keys, with O_NOFOLLOW, relative to the folder it opened at its first
+ * use; it never follows a path read from a file, and it removes (--clear)
+ * only regular files named like entries whose content begins with the
+ * entry's first line, and its own unlocked temporary files whose content
+ * is empty or begins like an entry.
  *
  * Ownership: the service owns registered copies of templates, compilers,
  * kernels and their images. A kiln_kdesc is the caller's until
@@ -243,8 +249,10 @@ typedef struct kiln_kernel {
 typedef void (*kiln_kcache_log_fn)(void *user, int level, const char *line);
 
 typedef struct kiln_kcache_options {
-  /* The disk tier's folder, created (with parents, mode 0700) if missing.
-   * NULL: kiln_kcache_default_dir(). Ignored when disk_enabled is false. */
+  /* The disk tier's folder, created (with parents, mode 0700) if missing
+   * when the disk tier is first used, not at open: a process that never
+   * compiles a kernel never touches it. NULL or "": kiln_kcache_default_dir()
+   * at that first use. Ignored when disk_enabled is false. */
   const char *dir;
   bool disk_enabled; /* false: memory tier only, nothing read or written */
   kiln_kcache_log_fn log; /* NULL: discard log lines */
@@ -271,11 +279,13 @@ extern const unsigned kiln_kcache_n_config_keys;
  * neither variable gives an absolute path. */
 kiln_status kiln_kcache_default_dir(char **out_dir);
 
-/* Opens a service. With the disk tier on, creates the folder if needed and
- * keeps it open (later renames of the path do not redirect the service).
- * Errors: KILN_STATUS_INVALID_ARGUMENT (NULL opts/out), KILN_STATUS_IO (the
- * folder cannot be created or opened, errno text and path in the message),
- * KILN_STATUS_NO_MEMORY. */
+/* Opens a service; touches no file. With the disk tier on, the folder is
+ * resolved, created if needed and opened at the first disk lookup, store,
+ * list or clear, and kept open (later renames of the path do not redirect
+ * the service). When that fails, kiln_kcache_get() goes on with the memory
+ * tier alone and logs why once, at warn; kiln_kcache_list() and
+ * kiln_kcache_clear_report() return the reason. Errors:
+ * KILN_STATUS_INVALID_ARGUMENT (NULL opts/out), KILN_STATUS_NO_MEMORY. */
 kiln_status kiln_kcache_open(const kiln_kcache_options *opts, kiln_kcache **out_kc);
 
 /* Unregisters every compiler (calling release_slot), frees every template
@@ -283,7 +293,8 @@ kiln_status kiln_kcache_open(const kiln_kcache_options *opts, kiln_kcache **out_
  * afterwards. */
 void kiln_kcache_close(kiln_kcache *kc);
 
-/* The disk folder in use, or NULL with the disk tier off. Valid until close. */
+/* The disk folder in use, or NULL with the disk tier off, not used yet, or
+ * unusable. Valid until close. */
 const char *kiln_kcache_dir(const kiln_kcache *kc);
 
 /* Registers a template after validating it (top of this file). Registering
@@ -373,7 +384,9 @@ typedef void (*kiln_kcache_list_fn)(void *user, const kiln_kcache_entry_info *e)
 /* Calls fn for each file of the folder named like an entry, in name order,
  * after checking its format, checksum and that its name is the key of its
  * canonical text. Other files are ignored. Errors: KILN_STATUS_UNSUPPORTED
- * with the disk tier off, KILN_STATUS_IO if the folder cannot be read. */
+ * with the disk tier off, KILN_STATUS_NOT_FOUND when no folder is
+ * configured and kiln_kcache_default_dir() finds none, KILN_STATUS_IO if
+ * the folder cannot be created, opened or read. */
 kiln_status kiln_kcache_list(kiln_kcache *kc, kiln_kcache_list_fn fn, void *user);
 
 /* A file kiln_kcache_clear_report() left in the folder: its name inside
@@ -384,16 +397,18 @@ typedef void (*kiln_kcache_left_fn)(void *user, const char *file, const char *wh
 
 /* Removes the service's files from the folder and touches nothing else. A
  * file is removed only if it is a regular file (a symlink is neither
- * followed nor unlinked), is named like an entry ("<32 hex>.kk") or like
- * the service's temporary files ("<32 hex>.kk.tmp.<pid>.<n>"), and its
- * content begins with the entry's first line ("kiln-kcache-entry 1"): a
- * damaged entry still does and is removed; a file merely named like one
- * (a user's, a copy of something else) does not and stays. Every file
- * left is passed to on_left (may be NULL) with the reason. The counts go
- * to *out_removed and *out_left (each may be NULL). Memory tiers are kept.
- * Errors: KILN_STATUS_UNSUPPORTED with the disk tier off, KILN_STATUS_IO
- * when the folder cannot be read, or naming the first file that could not
- * be removed (counted as left; the others are still processed). */
+ * followed nor unlinked) and either is named like an entry ("<32 hex>.kk")
+ * and its content begins with the entry's first line ("kiln-kcache-entry
+ * 1"): a damaged entry still does and is removed; a file merely named like
+ * one (a user's, a copy of something else) does not and stays; or is named
+ * like the service's temporary files ("<32 hex>.kk.tmp.<pid>.<n>"), its
+ * content is empty or begins like an entry (a writer killed before or
+ * while writing) and no live writer holds its lock. Every file left is
+ * passed to on_left (may be NULL) with the reason. The counts go to
+ * *out_removed and *out_left (each may be NULL). Memory tiers are kept.
+ * Errors: those of kiln_kcache_list() for the folder, or KILN_STATUS_IO
+ * naming the first file that could not be removed (counted as left; the
+ * others are still processed). */
 kiln_status kiln_kcache_clear_report(kiln_kcache *kc, kiln_kcache_left_fn on_left, void *user,
                                      uint32_t *out_removed, uint32_t *out_left);
 

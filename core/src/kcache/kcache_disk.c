@@ -4,13 +4,13 @@
  * never used. Writes go through a temporary file and rename(2).
  *
  * Safety: every file is opened relative to the folder descriptor taken at
- * open(), by a name formed here from a key (32 hex digits), with
- * O_NOFOLLOW; nothing read from an entry is ever used as a path. */
+ * the first use (kcache_folder.c), by a name formed here from a key (32
+ * hex digits), with O_NOFOLLOW; nothing read from an entry is ever used as
+ * a path. */
 #include "config.h"
 
 #include <errno.h>
 #include <fcntl.h>
-#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,7 +22,7 @@
 /* Larger files are refused without being read: no kernel image is near. */
 #define KCACHE_MAX_ENTRY_BYTES ((size_t)256 << 20)
 
-static const char entry_magic[] = "kiln-kcache-entry 1\n";
+static const char entry_magic[] = KCACHE_ENTRY_MAGIC;
 static const char checksum_tag[] = "checksum xxh3-128:";
 
 bool kiln__kcache_is_entry_name(const char *name) {
@@ -123,6 +123,7 @@ kiln_status kiln__kcache_entry_decode(const char *buf, size_t size, char **out_c
     return malformed("truncated or bad \"image\" line");
   }
   if (ilen > size - pos) return malformed("truncated (inside the image)");
+  if (ilen == 0) return malformed("empty image (no compiler makes one)");
   const char *img = buf + pos;
   pos += ilen;
   size_t body = pos;
@@ -220,13 +221,14 @@ static void first_difference(const char *want, const char *have, char *out, size
 
 bool kiln__kcache_disk_load(kiln_kcache *kc, const char *hex, const char *canonical,
                             kiln_kimage_kind kind, void **out_image, size_t *out_size) {
-  if (kc->dirfd < 0) return false;
+  int dirfd = kiln__kcache_folder_fd(kc);
+  if (dirfd < 0) return false;
   char name[48];
   snprintf(name, sizeof name, "%s.kk", hex);
   char *buf = NULL;
   size_t size = 0;
   bool absent;
-  kiln_status st = read_entry(kc->dirfd, name, &buf, &size, &absent);
+  kiln_status st = read_entry(dirfd, name, &buf, &size, &absent);
   char why[400] = "";
   char *have = NULL;
   void *image = NULL;
@@ -266,13 +268,10 @@ bool kiln__kcache_disk_load(kiln_kcache *kc, const char *hex, const char *canoni
 
 void kiln__kcache_disk_store(kiln_kcache *kc, const char *hex, const char *canonical,
                              kiln_kimage_kind kind, const void *image, size_t size) {
-  if (kc->dirfd < 0) return;
+  int dirfd = kiln__kcache_folder_fd(kc);
+  if (dirfd < 0) return;
   char name[48], tmp[96];
   snprintf(name, sizeof name, "%s.kk", hex);
-  pthread_mutex_lock(&kc->mu);
-  uint64_t n = ++kc->tmp_counter;
-  pthread_mutex_unlock(&kc->mu);
-  snprintf(tmp, sizeof tmp, "%s.kk.tmp.%ld.%" PRIu64, hex, (long)getpid(), n);
   char *buf = NULL;
   size_t len = 0;
   const char *fail = NULL;
@@ -287,7 +286,9 @@ void kiln__kcache_disk_store(kiln_kcache *kc, const char *hex, const char *canon
     pthread_mutex_unlock(&kc->mu);
     return;
   }
-  int fd = openat(kc->dirfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+  /* Locked from creation until after the rename (kcache_tmp.c): killed
+   * anywhere in between, this process leaves a file that is swept. */
+  int fd = kiln__kcache_tmp_create(kc, dirfd, hex, tmp);
   if (fd < 0) {
     fail = "create";
     err = errno;
@@ -303,15 +304,17 @@ void kiln__kcache_disk_store(kiln_kcache *kc, const char *hex, const char *canon
       }
       done += (size_t)w;
     }
-    if (close(fd) != 0 && !fail) {
-      fail = "close";
-      err = errno;
-    }
-    if (!fail && renameat(kc->dirfd, tmp, kc->dirfd, name) != 0) {
+    if (!fail && renameat(dirfd, tmp, dirfd, name) != 0) {
       fail = "rename";
       err = errno;
     }
-    if (fail) unlinkat(kc->dirfd, tmp, 0);
+    if (fail) unlinkat(dirfd, tmp, 0);
+    if (close(fd) != 0 && !fail) {
+      /* the rename is done: the entry is in place, and a bad one is
+       * refused by its checksum when read */
+      fail = "close";
+      err = errno;
+    }
   }
   free(buf);
   pthread_mutex_lock(&kc->mu);

@@ -7,6 +7,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/stat.h>
 
 #include "kiln/kcache.h"
 #include "kiln/plugin.h"
@@ -71,10 +72,25 @@ struct kiln_kdesc {
   kcache_value values[KILN_KTEMPLATE_MAX_PARAMS]; /* by schema index */
 };
 
+/* The first line of every entry file (format in kiln/kcache.h). */
+#define KCACHE_ENTRY_MAGIC "kiln-kcache-entry 1\n"
+
+/* The disk tier's folder: opened on first use (kcache_folder.c), so a
+ * process whose backends compile nothing never needs or creates one. */
+typedef enum kcache_folder_state {
+  KCACHE_FOLDER_OFF = 0,    /* disk tier disabled by the options */
+  KCACHE_FOLDER_UNTRIED,    /* enabled, not used yet */
+  KCACHE_FOLDER_OPEN,       /* dirfd is the folder */
+  KCACHE_FOLDER_UNUSABLE    /* tried and failed: memory tier only */
+} kcache_folder_state;
+
 struct kiln_kcache {
   pthread_mutex_t mu;
-  char *dir;   /* NULL: disk tier off */
-  int dirfd;   /* the folder, opened once at open(); -1 when off */
+  kcache_folder_state folder;
+  char *dir;   /* the folder (configured, or resolved at first use); NULL until known */
+  int dirfd;   /* the folder, opened once at first use; -1 until then or when off */
+  kiln_status folder_error; /* why the folder is unusable (UNUSABLE only) */
+  bool folder_warned;       /* the memory-only line has been logged */
   kiln_kcache_log_fn log;
   void *log_user;
   kcache_tmpl **tmpls;
@@ -111,6 +127,39 @@ kiln_kernel *kiln__kcache_mem_insert(kcache_mem *m, const kiln_kernel *k);
 /* Frees every kernel, calling release(user, slot) for non-NULL slots. */
 void kiln__kcache_mem_clear(kcache_mem *m, void (*release)(void *, void *), void *user);
 
+/* kcache_folder.c */
+/* The folder's descriptor, opening it on the first call (creating it,
+ * mode 0700, and sweeping stale temporary files); -1 with the disk tier
+ * off or the folder unusable, in which case the first failing call logs
+ * once, at warn, that kernels stay in memory. Thread-safe. */
+int kiln__kcache_folder_fd(kiln_kcache *kc);
+/* The same for maintenance (`kiln kernels`), which must report rather
+ * than log: NULL with *out_fd set, or a status (a copy; the caller frees
+ * it): KILN_STATUS_UNSUPPORTED with the disk tier off, else why the
+ * folder is unusable. */
+kiln_status kiln__kcache_folder_open(kiln_kcache *kc, int *out_fd);
+
+/* kcache_tmp.c: the disk tier's temporary files. A writer creates
+ * "<32 hex>.kk.tmp.<pid>.<n>" exclusively, holds an flock(2) on it until
+ * it has renamed it into place, and only then closes it; a file of that
+ * name whose lock is free has no live writer (the kernel drops a killed
+ * process's locks), so it is stale. */
+/* Is `name` shaped like a temporary file's name? */
+bool kiln__kcache_is_tmp_name(const char *name);
+/* Creates and locks a temporary file for entry `hex` in the folder; its
+ * name goes to out_name. Returns the descriptor (write-only), or -1 with
+ * errno set. */
+int kiln__kcache_tmp_create(kiln_kcache *kc, int dirfd, const char *hex, char out_name[96]);
+/* Why the temporary file `name`, opened as fd (a regular file), is not a
+ * stale one of the service's (a reason for the listing), or NULL when it
+ * is: its content is empty or begins like an entry, and no writer holds
+ * its lock. On NULL the caller holds the lock (through fd) until it closes
+ * fd, so no writer can take the file meanwhile. */
+const char *kiln__kcache_tmp_not_stale(int fd, const struct stat *sb);
+/* Removes the folder's stale temporary files older than `min_age_s`
+ * seconds (never those a live writer holds); returns how many. */
+unsigned kiln__kcache_tmp_sweep(int dirfd, double min_age_s);
+
 /* kcache_disk.c */
 /* Encodes an entry (format at the top of kiln/kcache.h) into a malloc'd
  * buffer. */
@@ -134,9 +183,9 @@ void kiln__kcache_disk_store(kiln_kcache *kc, const char *hex, const char *canon
 /* Is `name` an entry file name ("<32 lower-case hex>.kk")? */
 bool kiln__kcache_is_entry_name(const char *name);
 /* Does the open file fd begin with an entry's first line ("kiln-kcache-
- * entry 1\n")? Every file the service writes does, temporary files
- * included once their first bytes are out; a file without it is not the
- * service's, whatever its name. Reads with pread (the offset is kept). */
+ * entry 1\n")? Every entry the service writes does; a file without it is
+ * not an entry of the service's, whatever its name. Reads with pread (the
+ * offset is kept). */
 bool kiln__kcache_has_entry_magic(int fd);
 
 /* kcache_host.c: the service's entries in the host table (kiln/plugin.h),

@@ -2,7 +2,9 @@
  * checked as a load would check it) and clearing the folder. Listing reads
  * only names shaped like the service's own files; clearing removes only
  * those that also hold the service's content (a name proves nothing: a
- * user's file once named like an entry was deleted by --clear). */
+ * user's file once named like an entry was deleted by --clear): an entry
+ * must begin with the entry header, a temporary file must be empty or
+ * begin like an entry and have no live writer (kcache_tmp.c). */
 #include "config.h"
 
 #include <dirent.h>
@@ -16,17 +18,6 @@
 
 #include "kcache_internal.h"
 
-/* "<32 hex>.kk.tmp.<digits and dots>": a temporary file of disk_store. */
-static bool is_tmp_name(const char *name) {
-  if (strlen(name) < 32 + 8) return false;
-  char head[36];
-  memcpy(head, name, 32);
-  memcpy(head + 32, ".kk", 4);
-  if (!kiln__kcache_is_entry_name(head) || strncmp(name + 32, ".kk.tmp.", 8) != 0) return false;
-  const char *rest = name + 40;
-  return *rest && strspn(rest, "0123456789.") == strlen(rest);
-}
-
 static int cmp_str(const void *a, const void *b) {
   return strcmp(*(char *const *)a, *(char *const *)b);
 }
@@ -34,9 +25,9 @@ static int cmp_str(const void *a, const void *b) {
 /* The folder's names accepted by `keep`, sorted, malloc'd. */
 static kiln_status scan(kiln_kcache *kc, bool (*keep)(const char *), char ***out_names,
                         size_t *out_n) {
-  if (kc->dirfd < 0)
-    return kiln_status_new(KILN_STATUS_UNSUPPORTED, "the kernel cache's disk tier is off");
-  int fd = openat(kc->dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  int dirfd;
+  KILN_RETURN_IF_ERROR(kiln__kcache_folder_open(kc, &dirfd));
+  int fd = openat(dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   DIR *dir = fd >= 0 ? fdopendir(fd) : NULL;
   if (!dir) {
     if (fd >= 0) close(fd);
@@ -132,8 +123,8 @@ kiln_status kiln_kcache_list(kiln_kcache *kc, kiln_kcache_list_fn fn, void *user
 static const char *not_ours(int dirfd, const char *name, int *out_fd, struct stat *out_sb,
                             char *why, size_t cap) {
   *out_fd = -1;
-  if (!kiln__kcache_is_entry_name(name) && !is_tmp_name(name))
-    return "not named like a cache entry";
+  bool tmp = kiln__kcache_is_tmp_name(name);
+  if (!kiln__kcache_is_entry_name(name) && !tmp) return "not named like a cache entry";
   struct stat sb;
   /* Looked at before opening, so a device node is never opened. */
   if (fstatat(dirfd, name, &sb, AT_SYMLINK_NOFOLLOW) != 0) {
@@ -154,7 +145,14 @@ static const char *not_ours(int dirfd, const char *name, int *out_fd, struct sta
     close(fd);
     return "changed while being checked";
   }
-  if (!kiln__kcache_has_entry_magic(fd)) {
+  if (tmp) {
+    /* A writer killed before its first bytes were out left it empty. */
+    const char *busy = kiln__kcache_tmp_not_stale(fd, out_sb);
+    if (busy) {
+      close(fd);
+      return busy;
+    }
+  } else if (!kiln__kcache_has_entry_magic(fd)) {
     close(fd);
     return "does not begin with the cache-entry header \"kiln-kcache-entry 1\" (not a "
            "kiln cache file)";

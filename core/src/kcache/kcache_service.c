@@ -2,61 +2,12 @@
  * get path (memory tier -> disk tier -> render + compile + store). */
 #include "config.h"
 
-#include <dirent.h>
-#include <errno.h>
-#include <fcntl.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include "kcache_internal.h"
-
-kiln_status kiln_kcache_default_dir(char **out_dir) {
-  if (!out_dir) return kiln_status_new(KILN_STATUS_INVALID_ARGUMENT, "default_dir: NULL");
-  const char *xdg = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
-  const char *base, *suffix;
-  if (xdg && xdg[0] == '/') {
-    base = xdg;
-    suffix = "/kiln";
-  } else if (home && home[0] == '/') {
-    base = home;
-    suffix = "/.cache/kiln";
-  } else {
-    return kiln_status_new(KILN_STATUS_NOT_FOUND,
-                           "kernel cache: no folder: neither XDG_CACHE_HOME nor HOME is an "
-                           "absolute path; set [kernel_cache] dir");
-  }
-  size_t n = strlen(base) + strlen(suffix) + 1;
-  char *p = malloc(n);
-  if (!p) return kiln_status_new(KILN_STATUS_NO_MEMORY, "kernel cache: out of memory");
-  snprintf(p, n, "%s%s", base, suffix);
-  *out_dir = p;
-  return NULL;
-}
-
-/* mkdir -p, mode 0700 for what it creates. */
-static kiln_status make_dirs(const char *dir) {
-  char *p = strdup(dir);
-  if (!p) return kiln_status_new(KILN_STATUS_NO_MEMORY, "kernel cache: out of memory");
-  for (char *s = p + 1;; s++) {
-    if (*s != '/' && *s != '\0') continue;
-    char c = *s;
-    *s = '\0';
-    if (mkdir(p, 0700) != 0 && errno != EEXIST) {
-      kiln_status st = kiln_status_new(KILN_STATUS_IO, "kernel cache folder %s: mkdir %s: %s",
-                                       dir, p, strerror(errno));
-      free(p);
-      return st;
-    }
-    *s = c;
-    if (!c) break;
-  }
-  free(p);
-  return NULL;
-}
 
 kiln_status kiln_kcache_open(const kiln_kcache_options *opts, kiln_kcache **out_kc) {
   if (!opts || !out_kc)
@@ -71,24 +22,12 @@ kiln_status kiln_kcache_open(const kiln_kcache_options *opts, kiln_kcache **out_
     free(kc);
     return kiln_status_new(KILN_STATUS_NO_MEMORY, "kernel cache: cannot create a mutex");
   }
+  /* The folder is resolved and opened on first use (kcache_folder.c). */
   if (opts->disk_enabled) {
-    kiln_status st = NULL;
-    if (opts->dir && opts->dir[0]) {
-      kc->dir = strdup(opts->dir);
-      if (!kc->dir) st = kiln_status_new(KILN_STATUS_NO_MEMORY, "kernel cache: out of memory");
-    } else {
-      st = kiln_kcache_default_dir(&kc->dir);
-    }
-    if (!st) st = make_dirs(kc->dir);
-    if (!st) {
-      kc->dirfd = open(kc->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-      if (kc->dirfd < 0)
-        st = kiln_status_new(KILN_STATUS_IO, "kernel cache folder %s: %s", kc->dir,
-                             strerror(errno));
-    }
-    if (st) {
+    kc->folder = KCACHE_FOLDER_UNTRIED;
+    if (opts->dir && opts->dir[0] && !(kc->dir = strdup(opts->dir))) {
       kiln_kcache_close(kc);
-      return st;
+      return kiln_status_new(KILN_STATUS_NO_MEMORY, "kernel cache: out of memory");
     }
   }
   *out_kc = kc;
@@ -101,12 +40,20 @@ void kiln_kcache_close(kiln_kcache *kc) {
   for (uint32_t i = 0; i < kc->n_tmpls; i++) kiln__kcache_template_free(kc->tmpls[i]);
   free(kc->tmpls);
   if (kc->dirfd >= 0) close(kc->dirfd);
+  kiln_status_free(kc->folder_error);
   free(kc->dir);
   pthread_mutex_destroy(&kc->mu);
   free(kc);
 }
 
-const char *kiln_kcache_dir(const kiln_kcache *kc) { return kc ? kc->dir : NULL; }
+const char *kiln_kcache_dir(const kiln_kcache *kc) {
+  if (!kc) return NULL;
+  kiln_kcache *m = (kiln_kcache *)kc; /* the mutex is not part of the logical state */
+  pthread_mutex_lock(&m->mu);
+  const char *dir = kc->folder == KCACHE_FOLDER_OPEN ? kc->dir : NULL;
+  pthread_mutex_unlock(&m->mu);
+  return dir;
+}
 
 static bool field_text_ok(const char *s) {
   if (!s || !*s) return false;

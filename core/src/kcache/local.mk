@@ -8,6 +8,8 @@ kiln_kcache_sources = \
 	core/src/kcache/kcache_desc.c \
 	core/src/kcache/kcache_canon.c \
 	core/src/kcache/kcache_mem.c \
+	core/src/kcache/kcache_tmp.c \
+	core/src/kcache/kcache_folder.c \
 	core/src/kcache/kcache_disk.c \
 	core/src/kcache/kcache_maint.c \
 	core/src/kcache/kcache_service.c \
