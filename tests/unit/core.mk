@@ -8,7 +8,11 @@ check_LTLIBRARIES += \
 	tests/plugins/kiln-broken-abi.la \
 	tests/plugins/kiln-broken-minor.la \
 	tests/plugins/kiln-broken-short.la \
-	tests/plugins/kiln-broken-name.la
+	tests/plugins/kiln-broken-name.la \
+	tests/plugins/kiln-broken-func.la \
+	tests/plugins/kiln-broken-tiny.la \
+	tests/plugins/kiln-broken-misaligned.la \
+	tests/plugins/kiln-broken-oversize.la
 tests_plugins_kiln_noentry_la_SOURCES = tests/plugins/broken_noentry.c
 tests_plugins_kiln_noentry_la_LDFLAGS = $(broken_plugin_ldflags)
 tests_plugins_kiln_broken_abi_la_SOURCES = tests/plugins/broken_abi.c tests/plugins/broken_common.h
@@ -19,6 +23,14 @@ tests_plugins_kiln_broken_short_la_SOURCES = tests/plugins/broken_short.c tests/
 tests_plugins_kiln_broken_short_la_LDFLAGS = $(broken_plugin_ldflags)
 tests_plugins_kiln_broken_name_la_SOURCES = tests/plugins/broken_name.c tests/plugins/broken_common.h
 tests_plugins_kiln_broken_name_la_LDFLAGS = $(broken_plugin_ldflags)
+tests_plugins_kiln_broken_func_la_SOURCES = tests/plugins/broken_func.c
+tests_plugins_kiln_broken_func_la_LDFLAGS = $(broken_plugin_ldflags)
+tests_plugins_kiln_broken_tiny_la_SOURCES = tests/plugins/broken_tiny.c
+tests_plugins_kiln_broken_tiny_la_LDFLAGS = $(broken_plugin_ldflags)
+tests_plugins_kiln_broken_misaligned_la_SOURCES = tests/plugins/broken_misaligned.c
+tests_plugins_kiln_broken_misaligned_la_LDFLAGS = $(broken_plugin_ldflags)
+tests_plugins_kiln_broken_oversize_la_SOURCES = tests/plugins/broken_oversize.c tests/plugins/broken_common.h
+tests_plugins_kiln_broken_oversize_la_LDFLAGS = $(broken_plugin_ldflags)
 
 check_PROGRAMS += tests/unit/test_status tests/unit/test_config tests/unit/test_plugin_loader \
 	tests/unit/test_sampler

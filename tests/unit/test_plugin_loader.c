@@ -72,6 +72,23 @@ static void test_name_must_match_file(void **state) {
   expect_refused("broken-name", KILN_STATUS_ABI, "calls itself \"hello\"", "kiln-hello.so");
 }
 
+/* The entry symbol is checked as a symbol (ELF type, size, alignment)
+ * before any of it is read as a table. */
+static void test_entry_symbol_checked(void **state) {
+  (void)state;
+  expect_refused("broken-func", KILN_STATUS_ABI, "kiln_backend_entry is a function",
+                 "not a data object");
+  expect_refused("broken-tiny", KILN_STATUS_ABI, "kiln_backend_entry is 8 bytes",
+                 "too small even for the ABI version fields (12 bytes)");
+  char align[64];
+  snprintf(align, sizeof align, "is not aligned to the %zu bytes", _Alignof(kiln_backend_ops));
+  expect_refused("broken-misaligned", KILN_STATUS_ABI, align, NULL);
+  char sizes[96];
+  snprintf(sizes, sizeof sizes, "claims %zu bytes, but the object holds %zu",
+           sizeof(kiln_backend_ops) + 64, sizeof(kiln_backend_ops));
+  expect_refused("broken-oversize", KILN_STATUS_ABI, sizes, NULL);
+}
+
 static void test_not_a_shared_object(void **state) {
   (void)state;
   char *dir = kt_mkdtemp("plugin");
@@ -106,6 +123,7 @@ int main(void) {
       cmocka_unit_test(test_newer_minor),
       cmocka_unit_test(test_short_ops_table),
       cmocka_unit_test(test_name_must_match_file),
+      cmocka_unit_test(test_entry_symbol_checked),
       cmocka_unit_test(test_not_a_shared_object),
       cmocka_unit_test(test_valid_plugin_loads),
   };

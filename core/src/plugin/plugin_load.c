@@ -1,7 +1,11 @@
 /* Loading one plugin: dlopen, the entry symbol, the ABI checks, init(). */
+#define _GNU_SOURCE 1 /* dladdr1, dlinfo: the entry symbol's ELF type and size */
 #include "config.h"
 
 #include <dlfcn.h>
+#include <elf.h>
+#include <link.h>
+#include <stdint.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -35,7 +39,58 @@ static char *name_from_path(const char *path) {
   return strndup(base + 5, n - 8);
 }
 
-static kiln_status check_entry(const kiln_backend_ops *e, const char *path) {
+static const char *elf_type_name(unsigned type) {
+  switch (type) {
+  case STT_NOTYPE: return "symbol without a type";
+  case STT_FUNC: return "function";
+  case STT_SECTION: return "section";
+  case STT_FILE: return "file symbol";
+  case STT_COMMON: return "common block";
+  case STT_TLS: return "thread-local variable";
+  case STT_GNU_IFUNC: return "indirect function";
+  }
+  return "symbol of an unknown type";
+}
+
+/* What the dynamic linker knows of the entry symbol, checked before a byte
+ * of it is read: a data object defined by this plugin (not by a library
+ * it pulls in), aligned for a kiln_backend_ops and large enough for the
+ * three version fields. *out_size: the object's size in bytes. */
+static kiln_status check_symbol(void *dl, const void *sym, const char *path, size_t *out_size) {
+  Dl_info info;
+  const ElfW(Sym) *es = NULL;
+  if (!dladdr1(sym, &info, (void **)&es, RTLD_DL_SYMENT) || !es)
+    return kiln_status_new(KILN_STATUS_ABI,
+                           "%s: the dynamic linker has no symbol information for %s", path,
+                           KILN_PLUGIN_ENTRY_SYMBOL);
+  struct link_map *lm = NULL;
+  if (dlinfo(dl, RTLD_DI_LINKMAP, &lm) == 0 && lm && lm->l_name && info.dli_fname &&
+      strcmp(lm->l_name, info.dli_fname) != 0)
+    return kiln_status_new(KILN_STATUS_ABI,
+                           "%s: its %s is defined in %s, a library it loads, not in the plugin",
+                           path, KILN_PLUGIN_ENTRY_SYMBOL, info.dli_fname);
+  unsigned type = ELF64_ST_TYPE(es->st_info); /* the same low 4 bits in ELF32 */
+  if (type != STT_OBJECT)
+    return kiln_status_new(KILN_STATUS_ABI,
+                           "%s: %s is a %s, not a data object (it must be a const "
+                           "kiln_backend_ops): not a kiln backend plugin",
+                           path, KILN_PLUGIN_ENTRY_SYMBOL, elf_type_name(type));
+  if ((uintptr_t)sym % _Alignof(kiln_backend_ops) != 0)
+    return kiln_status_new(KILN_STATUS_ABI,
+                           "%s: %s at %p is not aligned to the %zu bytes a kiln_backend_ops "
+                           "needs: not a kiln backend plugin",
+                           path, KILN_PLUGIN_ENTRY_SYMBOL, sym, _Alignof(kiln_backend_ops));
+  size_t header = offsetof(kiln_backend_ops, struct_size) + sizeof(uint32_t);
+  if (es->st_size < header)
+    return kiln_status_new(KILN_STATUS_ABI,
+                           "%s: %s is %zu bytes, too small even for the ABI version fields "
+                           "(%zu bytes): not a kiln backend plugin",
+                           path, KILN_PLUGIN_ENTRY_SYMBOL, (size_t)es->st_size, header);
+  *out_size = (size_t)es->st_size;
+  return NULL;
+}
+
+static kiln_status check_entry(const kiln_backend_ops *e, size_t sym_size, const char *path) {
   if (e->abi_major != KILN_PLUGIN_ABI_MAJOR)
     return kiln_status_new(KILN_STATUS_ABI,
                            "%s: plugin ABI %u.%u, but this kiln speaks ABI %d.%d (another major): "
@@ -48,6 +103,11 @@ static kiln_status check_entry(const kiln_backend_ops *e, const char *path) {
                            "rebuild the plugin against this kiln's kiln/plugin.h",
                            path, e->abi_major, e->abi_minor, KILN_PLUGIN_ABI_MAJOR,
                            KILN_PLUGIN_ABI_MINOR);
+  if (e->struct_size > sym_size)
+    return kiln_status_new(KILN_STATUS_ABI,
+                           "%s: its ops table (kiln_backend_entry) claims %u bytes, but the object "
+                           "holds %zu",
+                           path, e->struct_size, sym_size);
   size_t need = required_size(e->abi_minor);
   if (e->struct_size < need)
     return kiln_status_new(KILN_STATUS_ABI,
@@ -107,7 +167,9 @@ kiln_status kiln_plugin_load(const char *path, kiln_plugin **out_plugin) {
                            "exports)",
                            path, KILN_PLUGIN_ENTRY_SYMBOL, path);
   }
-  kiln_status st = check_entry(e, path);
+  size_t sym_size = 0;
+  kiln_status st = check_symbol(dl, e, path, &sym_size);
+  if (!st) st = check_entry(e, sym_size, path);
   if (st) {
     dlclose(dl);
     return st;
