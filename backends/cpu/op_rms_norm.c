@@ -35,6 +35,13 @@ CPU_HOT static void rms_norm_run(void *arg, int ith, int nth) {
       for (int64_t i = 0; i < L; i++) y[i] = (float)((double)x[i] * scale * (double)a->w[i]);
     } else {
       float ss = cpu_dot_f32(x, x, L);
+      if (!isfinite(ss)) {
+        /* x^2 overflowed f32 (|x| near 1e19 and up) and the row would come
+         * out exactly 0: this row in double, as ggml always sums it. */
+        double scale = 1.0 / sqrt(cpu_dot_f64(x, x, L) / (double)L + (double)a->eps);
+        for (int64_t i = 0; i < L; i++) y[i] = (float)((double)x[i] * scale * (double)a->w[i]);
+        continue;
+      }
       float scale = 1.0f / sqrtf(ss / (float)L + a->eps);
       for (int64_t i = 0; i < L; i++) y[i] = x[i] * scale * a->w[i];
     }

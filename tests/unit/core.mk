@@ -49,6 +49,16 @@ tests_unit_test_sampler_SOURCES = tests/unit/test_sampler.c
 tests_unit_test_sampler_CFLAGS = $(TEST_CFLAGS)
 tests_unit_test_sampler_LDADD = $(TEST_LIBS)
 
+check_PROGRAMS += tests/unit/test_session_numerics tests/unit/test_synth
+TESTS += tests/unit/test_session_numerics tests/unit/test_synth
+tests_unit_test_session_numerics_SOURCES = tests/unit/test_session_numerics.c
+tests_unit_test_session_numerics_CFLAGS = $(TEST_CFLAGS)
+tests_unit_test_session_numerics_LDADD = $(TEST_LIBS)
+tests_unit_test_synth_SOURCES = tests/unit/test_synth.c
+tests_unit_test_synth_CFLAGS = $(TEST_CFLAGS)
+tests_unit_test_synth_LDADD = $(TEST_LIBS)
+
+
 check_PROGRAMS += tests/unit/test_chat
 TESTS += tests/unit/test_chat
 tests_unit_test_chat_SOURCES = tests/unit/test_chat.c

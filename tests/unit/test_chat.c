@@ -227,6 +227,54 @@ static void test_next_turn(void **state) {
   kiln_vocab_free(l);
 }
 
+/* A system prompt that no user turn follows was dropped without a word. */
+static void test_llama2_system_without_user(void **state) {
+  (void)state;
+  kiln_vocab *v = load_vocab("ggml-vocab-llama-spm.gguf", NULL);
+  if (!v) skip();
+  int32_t *ids;
+  size_t n;
+  char *text;
+  kiln_chat_message alone[] = {{"system", "Be brief."}};
+  KT_ASSERT_OK(kiln_chat_tokenize(v, KILN_CHAT_LLAMA2, alone, 1, true, &ids, &n, &text));
+  assert_string_equal(text, "[INST] <<SYS>>\nBe brief.\n<</SYS>>\n\n [/INST]");
+  free(ids);
+  free(text);
+  kiln_chat_message before_answer[] = {{"system", "Be brief."}, {"assistant", "Hello!"}, {"user", "Bye"}};
+  KT_ASSERT_OK(kiln_chat_tokenize(v, KILN_CHAT_LLAMA2, before_answer, 3, true, &ids, &n, &text));
+  assert_string_equal(text,
+                      "[INST] <<SYS>>\nBe brief.\n<</SYS>>\n\n [/INST] Hello! </s><s>[INST] Bye [/INST]");
+  free(ids);
+  free(text);
+  kiln_vocab_free(v);
+}
+
+/* --chat once cut the prompt at its first NUL byte; raw mode keeps all of
+ * it, and so must the chat path: the content's tokens, NUL and after,
+ * appear whole between the template's. */
+static void test_chat_keeps_nul_bytes(void **state) {
+  (void)state;
+  char *tmpl;
+  kiln_vocab *v = load_vocab("ggml-vocab-qwen2.gguf", &tmpl);
+  if (!v) skip();
+  static const char prompt[] = "before\0after the NUL";
+  size_t len = sizeof prompt - 1;
+  int32_t *raw, *chat;
+  size_t n_raw, n_chat;
+  KT_ASSERT_OK(kiln_tokenize(v, prompt, len, 0, &raw, &n_raw));
+  for (int parse_special = 0; parse_special < 2; parse_special++) {
+    KT_ASSERT_OK(kiln_prompt_tokenize(v, tmpl, prompt, len, true, parse_special, NULL, &chat, &n_chat, NULL));
+    bool found = false;
+    for (size_t i = 0; !found && i + n_raw <= n_chat; i++)
+      found = memcmp(chat + i, raw, n_raw * sizeof *raw) == 0;
+    if (!found) fail_msg("the chat prompt lacks the %zu tokens of all %zu bytes of the text", n_raw, len);
+    free(chat);
+  }
+  free(raw);
+  free(tmpl);
+  kiln_vocab_free(v);
+}
+
 static void test_bad_roles(void **state) {
   (void)state;
   kiln_vocab *v = load_vocab("ggml-vocab-llama-spm.gguf", NULL);
@@ -257,6 +305,8 @@ int main(void) {
       cmocka_unit_test(test_detect),
       cmocka_unit_test(test_chatml_qwen2),
       cmocka_unit_test(test_llama2_bos_once),
+      cmocka_unit_test(test_llama2_system_without_user),
+      cmocka_unit_test(test_chat_keeps_nul_bytes),
       cmocka_unit_test(test_next_turn),
       cmocka_unit_test(test_bad_roles),
   };

@@ -110,6 +110,21 @@ static void test_duplicate_and_syntax(void **state) {
   expect_error("name = cpu\n", 1, "outside any [section]");
 }
 
+/* "n_predict = 4\0junk" once read as 4: inih sees each line as a C string. */
+static void test_nul_in_value(void **state) {
+  (void)state;
+  static const char text[] = "[sampling]\ntemperature = 0\nn_predict = 4\0junk\n";
+  char p[4200];
+  snprintf(p, sizeof p, "%s/nul.ini", dir);
+  assert_true(kt_write_file(p, text, sizeof text - 1));
+  char where[4300];
+  snprintf(where, sizeof where, "%s:3: a NUL byte at column 14", p);
+  kiln_config *c;
+  KT_ASSERT_OK(kiln_config_new(&c));
+  KT_ASSERT_ERR(kiln_config_load_file(c, p), KILN_STATUS_INVALID_ARGUMENT, where);
+  kiln_config_free(c);
+}
+
 static void test_missing_file(void **state) {
   (void)state;
   kiln_config *c;
@@ -221,6 +236,7 @@ int main(void) {
       cmocka_unit_test(test_unknown_section),
       cmocka_unit_test(test_bad_values),
       cmocka_unit_test(test_duplicate_and_syntax),
+      cmocka_unit_test(test_nul_in_value),
       cmocka_unit_test(test_missing_file),
       cmocka_unit_test(test_precedence),
       cmocka_unit_test(test_paths_relative_to_file),

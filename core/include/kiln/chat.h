@@ -8,7 +8,9 @@
  *   ChatML (qwen2, qwen3):  <|im_start|>ROLE\nCONTENT<|im_end|>\n ...
  *                           then <|im_start|>assistant\n
  *   llama-2:                [INST] CONTENT [/INST]   (system folded in as
- *                           <<SYS>>\nSYSTEM\n<</SYS>>\n\n before the first)
+ *                           <<SYS>>\nSYSTEM\n<</SYS>>\n\n before the first;
+ *                           a system prompt no user turn follows gets an
+ *                           empty user turn of its own, never dropped)
  *   llama-3:                <|start_header_id|>ROLE<|end_header_id|>\n\n
  *                           CONTENT<|eot_id|> ... then the assistant header
  *
@@ -54,7 +56,7 @@ const char *kiln_chat_kind_name(kiln_chat_kind kind);
 
 typedef struct kiln_chat_message {
   const char *role;    /* "system", "user", "assistant" */
-  const char *content; /* UTF-8 */
+  const char *content; /* UTF-8, NUL-terminated (kiln_prompt_tokenize takes a length) */
 } kiln_chat_message;
 
 /* Whether `text` is already in this template's form (a prompt the user
@@ -80,8 +82,9 @@ kiln_status kiln_chat_tokenize(const kiln_vocab *v, kiln_chat_kind kind, const k
  * parse_special the CONTROL and USER_DEFINED token texts in it become those
  * tokens (llama.cpp's tools tokenize prompts with parse_special = true;
  * without it they stay text); with chat true, rendered with template
- * `jinja` (the model's tokenizer.chat_template) around one user message
- * (and `system` when not NULL), whose text never becomes a special token —
+ * `jinja` (the model's tokenizer.chat_template) around one user message of
+ * the same len bytes, NUL bytes included as in raw mode (and `system` when
+ * not NULL), whose text never becomes a special token —
  * unless parse_special is set and the prompt is already templated
  * (kiln_chat_is_templated), in which case it is taken as is with its
  * markers as special tokens. *out_rendered (may be NULL) receives the text

@@ -91,7 +91,9 @@ typedef struct kiln_session_options {
 typedef struct kiln_session kiln_session;
 
 /* Builds the graph and plans it (kiln/plan.h errors), then preloads every
- * kernel. opt may be NULL (all defaults). */
+ * kernel. opt may be NULL (all defaults). A KV length past the model's
+ * context_length is allowed, as llama.cpp allows it, and logged as a
+ * warning naming both lengths and the file. */
 kiln_status kiln_session_open(kiln_runtime *rt, const kiln_model *m, const kiln_session_options *opt,
                               kiln_session **out_session);
 void kiln_session_free(kiln_session *s);
@@ -111,7 +113,11 @@ void kiln_session_reset(kiln_session *s);
  * [n_vocab] logits of the last token; out_all_logits, if not NULL,
  * [n_vocab, n] logits of every token (ne0 first). KILN_STATUS_OUT_OF_RANGE
  * when the cache would overflow (naming both lengths) or an id is not in
- * the vocabulary. */
+ * the vocabulary. KILN_STATUS_CHECK_FAILED when logits it reads hold a NaN
+ * or an infinity: the message names the step (counted from open or reset),
+ * its positions, the logit, and the first node whose output was not finite
+ * (found by running the step again with an observer; one set by the caller
+ * is put back). */
 kiln_status kiln_session_eval(kiln_session *s, const int32_t *ids, int32_t n, float *out_logits,
                               float *out_all_logits);
 

@@ -264,22 +264,39 @@ static void set_error(parse_state *ps, kiln_status st) {
   ps->error_line = ps->line;
 }
 
+/* fgets() with the length kept: inih reads each line as a C string, so a
+ * NUL byte would silently end it ("n_predict = 4\0junk" read as 4). */
 static char *read_line(char *buf, int size, void *stream) {
   parse_state *ps = stream;
-  char *r = fgets(buf, size, ps->f);
-  if (!r) return NULL;
+  size_t n = 0;
+  int c = EOF;
+  const char *nul = NULL;
+  while (n < (size_t)size - 1 && (c = getc(ps->f)) != EOF) {
+    if (c == '\0' && !nul) nul = buf + n;
+    buf[n++] = (char)c;
+    if (c == '\n') break;
+  }
+  if (n == 0) return NULL;
+  buf[n] = '\0';
   ps->line++;
   ps->indented = buf[0] == ' ' || buf[0] == '\t';
+  if (nul) {
+    set_error(ps, kiln_status_new(KILN_STATUS_INVALID_ARGUMENT,
+                                  "%s:%d: a NUL byte at column %d (a configuration file is text; "
+                                  "the line would have been cut there)",
+                                  ps->path, ps->line, (int)(nul - buf) + 1));
+    return NULL;
+  }
   /* inih's line buffer is fixed; a longer line would be split silently. */
-  size_t n = strlen(buf);
-  if (n == (size_t)size - 1 && buf[n - 1] != '\n' && !feof(ps->f)) {
+  if (n == (size_t)size - 1 && buf[n - 1] != '\n' && (c = getc(ps->f)) != EOF &&
+      ungetc(c, ps->f) != EOF) {
     set_error(ps, kiln_status_new(KILN_STATUS_INVALID_ARGUMENT,
                                   "%s:%d: line longer than %d bytes (inih's line limit; a value cannot "
                                   "continue on the next line)",
                                   ps->path, ps->line, size - 2));
     return NULL;
   }
-  return r;
+  return buf;
 }
 
 static int on_entry(void *user, const char *section, const char *name, const char *value) {

@@ -9,6 +9,7 @@
 
 #include "kiln/log.h"
 #include "graph/graph_internal.h"
+#include "plan_internal.h"
 
 #define MAX_BACKENDS 2 /* the configured one, and cpu for fallback */
 
@@ -350,6 +351,11 @@ kiln_status kiln_plan_read(kiln_plan *p, const kiln_tensor *t, int32_t col0, int
 void kiln_plan_set_observer(kiln_plan *p, kiln_node_observer fn, void *user) {
   p->observer = fn;
   p->observer_user = user;
+}
+
+void kiln__plan_get_observer(const kiln_plan *p, kiln_node_observer *out_fn, void **out_user) {
+  *out_fn = p->observer;
+  *out_user = p->observer_user;
 }
 
 const kiln_graph *kiln_plan_graph(const kiln_plan *p) { return p->g; }

@@ -7,6 +7,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "kiln/gguf.h"
+#include "kiln/log.h"
+#include "nonfinite.h"
 #include "runtime_internal.h"
 
 struct kiln_session {
@@ -15,6 +18,7 @@ struct kiln_session {
   kiln_graph *graph;
   kiln_plan *plan;
   int32_t pos;
+  uint64_t steps; /* plan steps run since open or reset, for error messages */
 };
 
 /* The KV length: an explicit one, else [model] n_ctx, else the model's
@@ -69,6 +73,15 @@ kiln_status kiln_session_open(kiln_runtime *rt, const kiln_model *m, const kiln_
   bool fallback = opt->fallback_cpu >= 0 ? opt->fallback_cpu == 1
                                           : strcmp(kiln_config_get_str(bs, "fallback"), "cpu") == 0;
   int32_t n_ctx = choose_n_ctx(c, kiln_model_hparams(m), opt->n_ctx);
+  /* Positions past the trained context are positions RoPE was never
+   * trained on: output degenerates there. Allowed (llama.cpp allows it
+   * too), never silently. */
+  uint32_t n_train = kiln_model_hparams(m)->n_ctx_train;
+  if ((uint32_t)n_ctx > n_train)
+    kiln_log(KILN_LOG_WARN, NULL,
+             "n_ctx %d is past the model's training context (%s: context_length %u): output "
+             "degenerates beyond position %u",
+             n_ctx, kiln_gguf_path(kiln_model_gguf(m)), n_train, n_train);
   int32_t batch = opt->batch > 0 ? opt->batch : (int32_t)kiln_config_get_int(bs, "batch");
   if (batch > n_ctx) batch = n_ctx;
 
@@ -103,7 +116,21 @@ kiln_plan *kiln_session_plan(kiln_session *s) { return s->plan; }
 const kiln_model *kiln_session_model(const kiln_session *s) { return s->model; }
 int32_t kiln_session_pos(const kiln_session *s) { return s->pos; }
 int32_t kiln_session_n_ctx(const kiln_session *s) { return kiln_graph_n_ctx(s->graph); }
-void kiln_session_reset(kiln_session *s) { s->pos = 0; }
+void kiln_session_reset(kiln_session *s) {
+  s->pos = 0;
+  s->steps = 0;
+}
+
+/* Logits that are NaN or infinite are an error naming the step and the
+ * first node whose output was not (nonfinite.c): never a sampled token. */
+static kiln_status check_logits(kiln_session *s, const int32_t *ids, int32_t m, int32_t pos0,
+                                const float *logits, int32_t n_cols, int32_t col0) {
+  uint32_t n_vocab = kiln_model_hparams(s->model)->n_vocab;
+  size_t at;
+  if (!kiln__first_nonfinite(logits, (size_t)n_vocab * (size_t)n_cols, &at)) return NULL;
+  return kiln__nonfinite_error(s->plan, s->steps, ids, m, pos0, pos0 + col0 + (int32_t)(at / n_vocab),
+                               (int32_t)(at % n_vocab), logits[at]);
+}
 
 kiln_status kiln_session_eval(kiln_session *s, const int32_t *ids, int32_t n, float *out_logits,
                               float *out_all_logits) {
@@ -121,13 +148,20 @@ kiln_status kiln_session_eval(kiln_session *s, const int32_t *ids, int32_t n, fl
                              ids[i], i, n_vocab);
   const kiln_tensor *logits = kiln_graph_logits(s->graph);
   for (int32_t done = 0; done < n;) {
-    int32_t m = n - done < batch ? n - done : batch;
-    KILN_RETURN_IF_ERROR(kiln_plan_step(s->plan, ids + done, m, s->pos));
+    int32_t m = n - done < batch ? n - done : batch, pos0 = s->pos;
+    KILN_RETURN_IF_ERROR(kiln_plan_step(s->plan, ids + done, m, pos0));
     s->pos += m;
-    if (out_all_logits)
-      KILN_RETURN_IF_ERROR(kiln_plan_read(s->plan, logits, 0, m, out_all_logits + (size_t)done * n_vocab));
+    s->steps++;
+    if (out_all_logits) {
+      float *all = out_all_logits + (size_t)done * n_vocab;
+      KILN_RETURN_IF_ERROR(kiln_plan_read(s->plan, logits, 0, m, all));
+      KILN_RETURN_IF_ERROR(check_logits(s, ids + done, m, pos0, all, m, 0));
+    }
     done += m;
-    if (done == n && out_logits) KILN_RETURN_IF_ERROR(kiln_plan_read(s->plan, logits, m - 1, 1, out_logits));
+    if (done == n && out_logits) {
+      KILN_RETURN_IF_ERROR(kiln_plan_read(s->plan, logits, m - 1, 1, out_logits));
+      KILN_RETURN_IF_ERROR(check_logits(s, ids + done - m, m, pos0, out_logits, 1, m - 1));
+    }
   }
   return NULL;
 }

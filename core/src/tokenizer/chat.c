@@ -41,15 +41,41 @@ static const char *turn_marker(kiln_chat_kind kind) {
   return NULL;
 }
 
-bool kiln_chat_is_templated(kiln_chat_kind kind, const kiln_vocab *v, const char *text) {
+/* Whether text[0..len) begins with the C string s. */
+static bool starts_with(const char *text, size_t len, const char *s) {
+  size_t n = strlen(s);
+  return n <= len && memcmp(text, s, n) == 0;
+}
+
+/* kiln_chat_is_templated() on len bytes, which need no NUL after them. */
+static bool is_templated(kiln_chat_kind kind, const kiln_vocab *v, const char *text, size_t len) {
   const char *marker = turn_marker(kind);
   if (!marker) return false;
-  while (*text == ' ' || *text == '\t' || *text == '\n' || *text == '\r') text++;
+  while (len && (*text == ' ' || *text == '\t' || *text == '\n' || *text == '\r')) text++, len--;
   int32_t bos = v ? kiln_vocab_bos(v) : -1;
   const char *bos_text = bos >= 0 ? kiln_vocab_token_text(v, bos) : NULL;
-  if (bos_text && *bos_text && strncmp(text, bos_text, strlen(bos_text)) == 0) text += strlen(bos_text);
-  return strncmp(text, marker, strlen(marker)) == 0;
+  if (bos_text && *bos_text && starts_with(text, len, bos_text)) {
+    text += strlen(bos_text);
+    len -= strlen(bos_text);
+  }
+  return starts_with(text, len, marker);
 }
+
+bool kiln_chat_is_templated(kiln_chat_kind kind, const kiln_vocab *v, const char *text) {
+  return is_templated(kind, v, text, strlen(text));
+}
+
+/* A message with its length: contents may hold NUL bytes (a prompt read
+ * from a file), which a C string would cut. */
+typedef struct sized_message {
+  const char *role;
+  const char *content;
+  size_t len;
+} sized_message;
+
+static kiln_status render_tokenize(const kiln_vocab *v, kiln_chat_kind kind, const sized_message *t,
+                                   size_t n, bool add_generation_prompt, int32_t **out_ids,
+                                   size_t *out_n, char **out_text);
 
 /* A raw prompt whose special-token texts are tokens: BOS as the vocabulary
  * says, but not a second one when the text starts with the BOS text. */
@@ -88,22 +114,28 @@ kiln_status kiln_prompt_tokenize(const kiln_vocab *v, const char *jinja, const c
   if (kind == KILN_CHAT_NONE)
     return kiln_status_new(KILN_STATUS_UNSUPPORTED,
                            "the model has no chat template (tokenizer.chat_template): send the prompt raw");
-  if (parse_special && kiln_chat_is_templated(kind, v, prompt)) {
+  /* The prompt is len bytes, NULs included as in raw mode, and need not
+   * end in one. */
+  if (parse_special && is_templated(kind, v, prompt, len)) {
     /* templated by hand: the markers are the user's to use; BOS once */
     int32_t bos = kiln_vocab_bos(v);
     const char *bos_text = bos >= 0 ? kiln_vocab_token_text(v, bos) : NULL;
-    bool has_bos = bos_text && *bos_text && strstr(prompt, bos_text) == prompt;
+    bool has_bos = bos_text && *bos_text && starts_with(prompt, len, bos_text);
     KILN_RETURN_IF_ERROR(kiln_tokenize(v, prompt, len, KILN_TOKENIZE_PARSE_SPECIAL | (has_bos ? 0 : bos_flag),
                                        out_ids, out_n));
-    if (out_rendered && !(*out_rendered = strndup(prompt, len))) {
+    if (out_rendered && (*out_rendered = malloc(len + 1))) {
+      memcpy(*out_rendered, prompt, len);
+      (*out_rendered)[len] = '\0';
+    } else if (out_rendered) {
       free(*out_ids);
       *out_ids = NULL;
       return kiln_status_new(KILN_STATUS_NO_MEMORY, "prompt");
     }
     return NULL;
   }
-  kiln_chat_message msgs[2] = {{"system", system}, {"user", prompt}};
-  return kiln_chat_tokenize(v, kind, system ? msgs : msgs + 1, system ? 2 : 1, true, out_ids, out_n, out_rendered);
+  sized_message turns[2] = {{"system", system, system ? strlen(system) : 0}, {"user", prompt, len}};
+  return render_tokenize(v, kind, system ? turns : turns + 1, system ? 2 : 1, true, out_ids, out_n,
+                         out_rendered);
 }
 
 typedef struct segment {
@@ -134,11 +166,11 @@ static void add(render *r, const char *text, size_t len, bool is_template) {
 }
 
 #define TMPL(r, s) add((r), (s), strlen(s), true)
-#define USER(r, s) add((r), (s), strlen(s), false)
+#define USER(r, t) add((r), (t)->content, (t)->len, false)
 
-static bool role_is(const kiln_chat_message *m, const char *role) { return strcmp(m->role, role) == 0; }
+static bool role_is(const sized_message *m, const char *role) { return strcmp(m->role, role) == 0; }
 
-static kiln_status check_roles(const kiln_chat_message *msgs, size_t n) {
+static kiln_status check_roles(const sized_message *msgs, size_t n) {
   for (size_t i = 0; i < n; i++) {
     if (!role_is(&msgs[i], "system") && !role_is(&msgs[i], "user") && !role_is(&msgs[i], "assistant"))
       return kiln_status_new(KILN_STATUS_INVALID_ARGUMENT, "chat message %zu: unknown role \"%s\"", i,
@@ -150,51 +182,66 @@ static kiln_status check_roles(const kiln_chat_message *msgs, size_t n) {
   return NULL;
 }
 
-static void render_chatml(render *r, const kiln_chat_message *msgs, size_t n, bool gen) {
+static void render_chatml(render *r, const sized_message *msgs, size_t n, bool gen) {
   for (size_t i = 0; i < n; i++) {
     TMPL(r, "<|im_start|>");
     TMPL(r, msgs[i].role);
     TMPL(r, "\n");
-    USER(r, msgs[i].content);
+    USER(r, &msgs[i]);
     TMPL(r, "<|im_end|>\n");
   }
   if (gen) TMPL(r, "<|im_start|>assistant\n");
 }
 
+/* Opens a llama-2 user turn, with the pending system prompt folded in. */
+static void llama2_open(render *r, bool *first, const sized_message **system) {
+  TMPL(r, *first ? "[INST] " : "<s>[INST] ");
+  if (*system) {
+    TMPL(r, "<<SYS>>\n");
+    USER(r, *system);
+    TMPL(r, "\n<</SYS>>\n\n");
+    *system = NULL;
+  }
+  *first = false;
+}
+
 /* Meta's llama-2 chat format: each user turn in [INST] ... [/INST], the
  * system prompt inside the first one, BOS before every turn after the
- * first (the first BOS is the tokenizer's). */
-static void render_llama2(render *r, const kiln_chat_message *msgs, size_t n) {
-  const char *system = NULL;
+ * first (the first BOS is the tokenizer's). A system prompt that no user
+ * turn follows (alone, or before an assistant turn) gets an empty user
+ * turn of its own rather than being dropped. */
+static void render_llama2(render *r, const sized_message *msgs, size_t n) {
+  const sized_message *system = NULL;
   bool first = true;
   for (size_t i = 0; i < n; i++) {
     if (role_is(&msgs[i], "system")) {
-      system = msgs[i].content;
+      system = &msgs[i];
     } else if (role_is(&msgs[i], "user")) {
-      TMPL(r, first ? "[INST] " : "<s>[INST] ");
-      if (system) {
-        TMPL(r, "<<SYS>>\n");
-        USER(r, system);
-        TMPL(r, "\n<</SYS>>\n\n");
-        system = NULL;
-      }
-      USER(r, msgs[i].content);
+      llama2_open(r, &first, &system);
+      USER(r, &msgs[i]);
       TMPL(r, " [/INST]");
-      first = false;
     } else {
+      if (system) {
+        llama2_open(r, &first, &system);
+        TMPL(r, " [/INST]");
+      }
       TMPL(r, " ");
-      USER(r, msgs[i].content);
+      USER(r, &msgs[i]);
       TMPL(r, " </s>");
     }
   }
+  if (system) {
+    llama2_open(r, &first, &system);
+    TMPL(r, " [/INST]");
+  }
 }
 
-static void render_llama3(render *r, const kiln_chat_message *msgs, size_t n, bool gen) {
+static void render_llama3(render *r, const sized_message *msgs, size_t n, bool gen) {
   for (size_t i = 0; i < n; i++) {
     TMPL(r, "<|start_header_id|>");
     TMPL(r, msgs[i].role);
     TMPL(r, "<|end_header_id|>\n\n");
-    USER(r, msgs[i].content);
+    USER(r, &msgs[i]);
     TMPL(r, "<|eot_id|>");
   }
   if (gen) TMPL(r, "<|start_header_id|>assistant<|end_header_id|>\n\n");
@@ -215,6 +262,22 @@ kiln_status kiln_chat_tokenize(const kiln_vocab *v, kiln_chat_kind kind, const k
   *out_ids = NULL;
   *out_n = 0;
   if (out_text) *out_text = NULL;
+  sized_message *turns = malloc((n ? n : 1) * sizeof *turns);
+  if (!turns) return kiln_status_new(KILN_STATUS_NO_MEMORY, "chat messages");
+  for (size_t i = 0; i < n; i++)
+    turns[i] = (sized_message){msgs[i].role, msgs[i].content, strlen(msgs[i].content)};
+  kiln_status st =
+      render_tokenize(v, kind, turns, n, add_generation_prompt, out_ids, out_n, out_text);
+  free(turns);
+  return st;
+}
+
+static kiln_status render_tokenize(const kiln_vocab *v, kiln_chat_kind kind, const sized_message *msgs,
+                                   size_t n, bool add_generation_prompt, int32_t **out_ids,
+                                   size_t *out_n, char **out_text) {
+  *out_ids = NULL;
+  *out_n = 0;
+  if (out_text) *out_text = NULL;
   KILN_RETURN_IF_ERROR(check_roles(msgs, n));
   render r = {0};
   switch (kind) {
@@ -222,7 +285,7 @@ kiln_status kiln_chat_tokenize(const kiln_vocab *v, kiln_chat_kind kind, const k
   case KILN_CHAT_LLAMA2: render_llama2(&r, msgs, n); break;
   case KILN_CHAT_LLAMA3: render_llama3(&r, msgs, n, add_generation_prompt); break;
   case KILN_CHAT_NONE:
-    for (size_t i = 0; i < n; i++) USER(&r, msgs[i].content);
+    for (size_t i = 0; i < n; i++) USER(&r, &msgs[i]);
     break;
   }
   kiln_status st = r.err;

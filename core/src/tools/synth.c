@@ -127,15 +127,15 @@ static kiln_status build(kiln__synth *s) {
     n_vocab = o->vocab_rows; /* padding rows, as real checkpoints pad */
   }
   double embd_std = sqrt(o->embd_ms > 0.0 ? o->embd_ms : 3e-4);
-  kiln_status st = kiln__synth_add(s, "token_embd.weight", o->embd_type, o->n_embd, n_vocab, embd_std, 0.0, 0.0, 0.0,
-                                  special, o->special_ms);
+  kiln_status st = kiln__synth_add(s, "token_embd.weight", o->embd_type, true, o->n_embd, n_vocab, embd_std, 0.0,
+                                   0.0, 0.0, special, o->special_ms);
   free(special);
   KILN_RETURN_IF_ERROR(st);
-  KILN_RETURN_IF_ERROR(kiln__synth_add(s, "output_norm.weight", KILN_TYPE_F32, o->n_embd, 1, 0.1, 1.0,
+  KILN_RETURN_IF_ERROR(kiln__synth_add(s, "output_norm.weight", KILN_TYPE_F32, false, o->n_embd, 1, 0.1, 1.0,
                                        o->arch == KILN_ARCH_QWEN35 ? 0.5 : 0.0, o->arch == KILN_ARCH_QWEN35 ? 2.0 : 0.0,
                                        NULL, 0));
   if (!o->tied_output)
-    KILN_RETURN_IF_ERROR(kiln__synth_add(s, "output.weight", o->embd_type, o->n_embd, n_vocab,
+    KILN_RETURN_IF_ERROR(kiln__synth_add(s, "output.weight", o->embd_type, true, o->n_embd, n_vocab,
                                          1.0 / sqrt((double)o->n_embd), 0.0, 0.0, 0.0, NULL, 0));
   if (o->arch == KILN_ARCH_QWEN35) return kiln__synth_qwen35_blocks(s);
 
@@ -168,8 +168,8 @@ static kiln_status build(kiln__synth *s) {
       snprintf(name, sizeof name, "blk.%u.%s", l, t[i].suffix);
       kiln_type type = t[i].kind == 0 ? o->matrix_type : KILN_TYPE_F32;
       double std = t[i].kind == 0 ? 1.0 / sqrt((double)t[i].ne0) : t[i].kind == 1 ? 0.1 : 0.02;
-      KILN_RETURN_IF_ERROR(kiln__synth_add(s, name, type, t[i].ne0, t[i].ne1, std, t[i].kind == 1 ? 1.0 : 0.0, 0.0,
-                                           0.0, NULL, 0));
+      KILN_RETURN_IF_ERROR(kiln__synth_add(s, name, type, t[i].kind == 0, t[i].ne0, t[i].ne1, std,
+                                           t[i].kind == 1 ? 1.0 : 0.0, 0.0, 0.0, NULL, 0));
     }
   }
   return NULL;

@@ -27,11 +27,14 @@ typedef struct kiln__synth {
 /* N(0, 1) from the stream. */
 double kiln__synth_normal(kiln__synth_rng *r);
 
-/* A [ne0, ne1] tensor of `type` (1-D when ne1 = 1) drawn row by row:
- * values offset + N(0, std²), clamped to [lo, hi] when lo < hi; rows
- * listed in `special` (may be NULL) rescaled to mean-square special_ms. */
-kiln_status kiln__synth_add(kiln__synth *s, const char *name, kiln_type type, int64_t ne0, int64_t ne1,
-                            double std, double offset, double lo, double hi, const bool *special,
+/* A [ne0, ne1] tensor of `type` drawn row by row: values offset +
+ * N(0, std²), clamped to [lo, hi] when lo < hi; rows listed in `special`
+ * (may be NULL) rescaled to mean-square special_ms. A matrix keeps both
+ * dimensions even with one row (a one-token vocabulary, --ff 1): kiln and
+ * ggml check its shape as [ne0, ne1], so writing it 1-D would make a file
+ * kiln refuses; a vector (matrix false, ne1 = 1) is written 1-D. */
+kiln_status kiln__synth_add(kiln__synth *s, const char *name, kiln_type type, bool matrix, int64_t ne0,
+                            int64_t ne1, double std, double offset, double lo, double hi, const bool *special,
                             double special_ms);
 
 /* "<arch>.<suffix>" = v. */

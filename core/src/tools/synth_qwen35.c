@@ -105,12 +105,15 @@ static kiln_status add(kiln__synth *s, uint32_t l, const tspec *t) {
   snprintf(name, sizeof name, "blk.%u.%s", l, t->suffix);
   switch (t->k) {
   case MATRIX:
-    return kiln__synth_add(s, name, s->o->matrix_type, t->ne0, t->ne1, 1.0 / sqrt((double)t->ne0), 0.0, 0.0, 0.0,
-                           NULL, 0);
-  case NORM: return kiln__synth_add(s, name, KILN_TYPE_F32, t->ne0, 1, 0.1, 1.0, NORM_LO, NORM_HI, NULL, 0);
+    return kiln__synth_add(s, name, s->o->matrix_type, true, t->ne0, t->ne1, 1.0 / sqrt((double)t->ne0), 0.0, 0.0,
+                           0.0, NULL, 0);
+  case NORM:
+    return kiln__synth_add(s, name, KILN_TYPE_F32, false, t->ne0, 1, 0.1, 1.0, NORM_LO, NORM_HI, NULL, 0);
   case CONV:
-    return kiln__synth_add(s, name, KILN_TYPE_F32, t->ne0, t->ne1, 1.0 / sqrt((double)t->ne0), 0.0, 0.0, 0.0, NULL, 0);
-  case DT_BIAS: return kiln__synth_add(s, name, KILN_TYPE_F32, t->ne0, 1, 1.0, 0.0, 0.0, 0.0, NULL, 0);
+    return kiln__synth_add(s, name, KILN_TYPE_F32, true, t->ne0, t->ne1, 1.0 / sqrt((double)t->ne0), 0.0, 0.0, 0.0,
+                           NULL, 0);
+  case DT_BIAS:
+    return kiln__synth_add(s, name, KILN_TYPE_F32, false, t->ne0, 1, 1.0, 0.0, 0.0, 0.0, NULL, 0);
   case A: return add_a(s, name, t->ne0);
   }
   return NULL;

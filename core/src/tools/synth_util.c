@@ -34,8 +34,8 @@ double kiln__synth_normal(kiln__synth_rng *r) {
 
 /* Quantized a row at a time, so a 150k-row embedding never exists as f32
  * all at once. */
-kiln_status kiln__synth_add(kiln__synth *s, const char *name, kiln_type type, int64_t ne0, int64_t ne1,
-                            double std, double offset, double lo, double hi, const bool *special,
+kiln_status kiln__synth_add(kiln__synth *s, const char *name, kiln_type type, bool matrix, int64_t ne0,
+                            int64_t ne1, double std, double offset, double lo, double hi, const bool *special,
                             double special_ms) {
   int64_t row_bytes = kiln_type_row_bytes(type, ne0);
   if (row_bytes < 0)
@@ -61,7 +61,7 @@ kiln_status kiln__synth_add(kiln__synth *s, const char *name, kiln_type type, in
     st = kiln_quantize(type, row, data + r * row_bytes, ne0);
   }
   int64_t ne[2] = {ne0, ne1};
-  if (!st) st = kiln_gguf_writer_add_tensor_raw(s->w, name, type, ne1 > 1 ? 2 : 1, ne, data,
+  if (!st) st = kiln_gguf_writer_add_tensor_raw(s->w, name, type, matrix ? 2 : 1, ne, data,
                                                 (uint64_t)(row_bytes * ne1));
   free(data);
   free(row);
