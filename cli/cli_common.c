@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "kiln/escape.h"
 
 bool cli_override(cli_common *c, const char *section, const char *key, const char *value, const char *flag) {
   if (c->n_overrides == sizeof c->overrides / sizeof c->overrides[0]) {
@@ -117,7 +118,12 @@ const char *cli_numerics(const kiln_runtime *rt, const char *backend, char *buf,
 }
 
 int cli_fail(const char *cmd, kiln_status st) {
-  fprintf(stderr, "kiln %s: error: %s\n", cmd, kiln_status_message(st));
+  /* Messages quote file content (a value, a name): no control byte of it
+   * reaches the terminal. */
+  const char *msg = kiln_status_message(st);
+  fprintf(stderr, "kiln %s: error: ", cmd);
+  kiln_fput_escaped(stderr, msg, strlen(msg), KILN_ESCAPE_KEEP_NEWLINE | KILN_ESCAPE_KEEP_BACKSLASH);
+  fputc('\n', stderr);
   kiln_status_free(st);
   return CLI_EXIT_FAIL;
 }

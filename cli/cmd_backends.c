@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "kiln/escape.h"
 
 static void usage(FILE *out) {
   fputs("usage: kiln backends [-c CONFIG]\n"
@@ -25,29 +26,35 @@ typedef struct list_state {
   int n, n_bad;
 } list_state;
 
+/* Plugin-provided text and folder names, escaped for the terminal. */
+#define ESC(buf, text) (kiln_escape((buf), sizeof(buf), (text), strlen(text), KILN_ESCAPE_KEEP_BACKSLASH), (buf))
+
 static void show(const char *name, const char *path, void *user) {
+  char e1[512], e2[512], e3[512];
   list_state *ls = user;
   kiln_plugin *p;
   ls->n++;
   kiln_status st = kiln_plugin_registry_get(ls->r, name, &p);
   if (st) {
     ls->n_bad++;
-    printf("%-14s NOT LOADED  %s\n", name, kiln_status_message(st));
+    printf("%-14s NOT LOADED  %s\n", ESC(e1, name), ESC(e2, kiln_status_message(st)));
     kiln_status_free(st);
     return;
   }
   const kiln_backend_ops *e = kiln_plugin_entry(p);
   kiln_probe_info info;
   st = kiln_plugin_probe(p, &info);
-  printf("%-14s ABI %u.%u    %s\n", name, e->abi_major, e->abi_minor, e->description ? e->description : "");
-  printf("%-14s file        %s\n", "", path);
+  printf("%-14s ABI %u.%u    %s\n", ESC(e1, name), e->abi_major, e->abi_minor,
+         ESC(e2, e->description ? e->description : ""));
+  printf("%-14s file        %s\n", "", ESC(e1, path));
   if (st) {
-    printf("%-14s probe       failed: %s\n", "", kiln_status_message(st));
+    printf("%-14s probe       failed: %s\n", "", ESC(e1, kiln_status_message(st)));
     kiln_status_free(st);
   } else if (info.available) {
-    printf("%-14s available   %s%s%s\n", "", info.device, info.detail[0] ? ", " : "", info.detail);
+    printf("%-14s available   %s%s%s\n", "", ESC(e1, info.device), info.detail[0] ? ", " : "",
+           ESC(e3, info.detail));
   } else {
-    printf("%-14s unavailable %s\n", "", info.reason);
+    printf("%-14s unavailable %s\n", "", ESC(e1, info.reason));
   }
   char modes[256];
   if (cli_numerics(ls->rt, name, modes, sizeof modes)[0])

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "kiln/escape.h"
 #include "kiln/gguf.h"
 #include "kiln/half.h"
 
@@ -17,6 +18,21 @@ static void usage(FILE *out) {
         "effective hyperparameters kiln would run with, and the tensor table\n"
         "(name, type, shape ne0 first, offset in the data section, bytes).\n",
         out);
+}
+
+/* Up to max bytes of s, cut back to a UTF-8 character boundary. */
+static size_t shown_len(const char *s, uint64_t len, size_t max) {
+  if (len <= max) return (size_t)len;
+  size_t n = max;
+  while (n > 0 && ((unsigned char)s[n] & 0xc0) == 0x80) n--;
+  return n;
+}
+
+/* File text, escaped (kiln/escape.h: metadata may hold terminal control
+ * sequences), padded with spaces to `width` columns. */
+static void put_text(const char *s, size_t n, int width) {
+  size_t w = kiln_fput_escaped(stdout, s, n, 0);
+  for (; (int)w < width; w++) putchar(' ');
 }
 
 static void print_value(const kiln_gguf *g, const kiln_gguf_kv *kv) {
@@ -33,13 +49,8 @@ static void print_value(const kiln_gguf *g, const kiln_gguf_kv *kv) {
   case KILN_GGUF_FLOAT64: printf("%.17g", kv->v.f64); break;
   case KILN_GGUF_BOOL: printf("%s", kv->v.b ? "true" : "false"); break;
   case KILN_GGUF_STRING: {
-    int n = kv->v.str.len > 120 ? 120 : (int)kv->v.str.len;
     printf("\"");
-    for (int i = 0; i < n; i++) {
-      char ch = kv->v.str.ptr[i];
-      if (ch == '\n') printf("\\n");
-      else putchar(ch);
-    }
+    put_text(kv->v.str.ptr, shown_len(kv->v.str.ptr, kv->v.str.len, 120), 0);
     printf("\"%s", kv->v.str.len > 120 ? "..." : "");
     break;
   }
@@ -50,7 +61,9 @@ static void print_value(const kiln_gguf *g, const kiln_gguf_kv *kv) {
     for (uint64_t i = 0; i < show; i++) {
       if (kv->elem_type == KILN_GGUF_STRING) {
         kiln_gguf_str s = kiln_gguf_arr_str(g, kv, i);
-        printf("%s\"%.*s\"", i ? ", " : "", (int)(s.len > 40 ? 40 : s.len), s.ptr);
+        printf("%s\"", i ? ", " : "");
+        put_text(s.ptr, shown_len(s.ptr, s.len, 40), 0);
+        printf("\"");
       } else if (kv->elem_type == KILN_GGUF_FLOAT32) {
         printf("%s%g", i ? ", " : "", (double)kiln_gguf_arr_f32(kv, i));
       } else if (kv->elem_type == KILN_GGUF_INT32) {
@@ -101,7 +114,9 @@ int cmd_inspect(int argc, char **argv) {
   printf("metadata:\n");
   for (uint64_t i = 0; i < kiln_gguf_n_kv(g); i++) {
     const kiln_gguf_kv *kv = kiln_gguf_kv_at(g, i);
-    printf("  %-44.*s %-8s = ", (int)kv->key.len, kv->key.ptr, kiln_gguf_vtype_name(kv->type));
+    printf("  ");
+    put_text(kv->key.ptr, kv->key.len, 44);
+    printf(" %-8s = ", kiln_gguf_vtype_name(kv->type));
     print_value(g, kv);
     printf("\n");
   }
@@ -112,7 +127,10 @@ int cmd_inspect(int argc, char **argv) {
   st = kiln_model_open(path, &m);
   printf("\nhyperparameters:\n");
   if (st) {
-    printf("  (kiln cannot run this file: %s)\n", kiln_status_message(st));
+    printf("  (kiln cannot run this file: ");
+    const char *why = kiln_status_message(st);
+    kiln_fput_escaped(stdout, why, strlen(why), KILN_ESCAPE_KEEP_BACKSLASH);
+    printf(")\n");
     kiln_status_free(st);
   } else {
     kiln_hparams_print(kiln_model_hparams(m), stdout);
@@ -135,8 +153,10 @@ int cmd_inspect(int argc, char **argv) {
     int n = 0;
     for (int d = 0; d < t->n_dims; d++)
       n += snprintf(shape + n, sizeof shape - (size_t)n, "%s%" PRId64, d ? "x" : "", t->ne[d]);
-    printf("  %-36.*s %-5s %-16s %12" PRIu64 " %12" PRIu64 "\n", (int)t->name.len, t->name.ptr,
-           kiln_type_name(t->type), shape, t->offset, t->nbytes);
+    printf("  ");
+    put_text(t->name.ptr, t->name.len, 36);
+    printf(" %-5s %-16s %12" PRIu64 " %12" PRIu64 "\n", kiln_type_name(t->type), shape, t->offset,
+           t->nbytes);
   }
   kiln_gguf_close(g);
   return 0;

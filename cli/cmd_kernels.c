@@ -11,6 +11,7 @@
 #include <sys/stat.h>
 
 #include "cmd_kernels.h"
+#include "kiln/escape.h"
 #include "kiln/kcache.h"
 
 #if KILN_HAVE_CUDA
@@ -37,11 +38,16 @@ static void usage(FILE *out) {
 }
 
 static void log_stderr(void *user, int level, const char *line) {
-  fprintf(stderr, "kiln kernels: %s\n", line);
+  fputs("kiln kernels: ", stderr);
+  kiln_fput_escaped(stderr, line, strlen(line), KILN_ESCAPE_KEEP_BACKSLASH);
+  fputc('\n', stderr);
 }
 
 static int fail(kiln_status st) {
-  fprintf(stderr, "kiln kernels: error: %s\n", kiln_status_message(st));
+  const char *msg = kiln_status_message(st);
+  fputs("kiln kernels: error: ", stderr);
+  kiln_fput_escaped(stderr, msg, strlen(msg), KILN_ESCAPE_KEEP_NEWLINE | KILN_ESCAPE_KEEP_BACKSLASH);
+  fputc('\n', stderr);
   kiln_status_free(st);
   return 1;
 }
@@ -93,7 +99,9 @@ static void print_canonical(const char *canon) {
   while (*line) {
     const char *end = strchr(line, '\n');
     size_t len = end ? (size_t)(end - line) : strlen(line);
-    printf("    %.*s", (int)len, line);
+    /* a cache entry is a file: its text is escaped like any file's */
+    printf("    ");
+    kiln_fput_escaped(stdout, line, len, 0);
     char name[KILN_KCACHE_NAME_MAX];
     unsigned long long bits;
     char type[4];
@@ -117,7 +125,9 @@ static void print_canonical(const char *canon) {
 
 static void show_left(void *user, const char *file, const char *why) {
   (void)user;
-  printf("left %s: %s\n", file, why);
+  printf("left ");
+  kiln_fput_escaped(stdout, file, strlen(file), 0); /* any name a folder may hold */
+  printf(": %s\n", why);
 }
 
 /* --list and --clear look at an existing folder; opening the service would
@@ -160,8 +170,9 @@ static void show_entry(void *user, const kiln_kcache_entry_info *e) {
   ls->n++;
   if (e->problem) {
     ls->n_bad++;
-    printf("%s  INVALID: %s (never used: the kernel is rebuilt when needed)\n", e->file,
-           e->problem);
+    printf("%s  INVALID: ", e->file);
+    kiln_fput_escaped(stdout, e->problem, strlen(e->problem), KILN_ESCAPE_KEEP_BACKSLASH);
+    printf(" (never used: the kernel is rebuilt when needed)\n");
     return;
   }
   printf("%s  %s, %zu bytes\n", e->file, kiln_kimage_kind_name(e->image_kind), e->image_size);

@@ -4,8 +4,10 @@
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "cli.h"
+#include "kiln/escape.h"
 #include "kiln/golden.h"
 
 static void usage(FILE *out) {
@@ -55,29 +57,31 @@ int cmd_qa(int argc, char **argv) {
   size_t passed = 0;
   for (size_t i = 0; !st && i < g->n_cases; i++) {
     const kiln_golden_case *c = &g->cases[i];
+    char name[256]; /* the case's [section] name, from the file: escaped */
+    kiln_escape(name, sizeof name, c->name, strlen(c->name), 0);
     kiln_golden_result r;
     st = kiln_golden_run(s, c, &r);
     if (st) break;
     passed += r.pass;
     if (r.pass) {
-      printf("PASS [%s] %zu tokens%s\n", c->name, r.n_ids, c->n_top ? "" : " (no logits in the case)");
+      printf("PASS [%s] %zu tokens%s\n", name, r.n_ids, c->n_top ? "" : " (no logits in the case)");
     } else if (!r.prompt_ids_match) {
-      printf("FAIL [%s] the prompt tokenizes differently from the reference's prompt_ids\n", c->name);
+      printf("FAIL [%s] the prompt tokenizes differently from the reference's prompt_ids\n", name);
     } else if (r.first_mismatch >= 0) {
       size_t k = (size_t)r.first_mismatch;
       if (k >= r.n_ids)
-        printf("FAIL [%s] kiln stopped after %zu tokens (end of text), the reference went on to %zu\n", c->name,
+        printf("FAIL [%s] kiln stopped after %zu tokens (end of text), the reference went on to %zu\n", name,
                r.n_ids, c->n_ids);
       else if (k >= c->n_ids)
-        printf("FAIL [%s] the reference stopped after %zu tokens (end of text), kiln went on (token %d)\n", c->name,
+        printf("FAIL [%s] the reference stopped after %zu tokens (end of text), kiln went on (token %d)\n", name,
                c->n_ids, r.ids[k]);
       else
-        printf("FAIL [%s] token %zu: got %d, reference %d\n", c->name, k, r.ids[k], c->ids[k]);
+        printf("FAIL [%s] token %zu: got %d, reference %d\n", name, k, r.ids[k], c->ids[k]);
     } else if (!r.text_match) {
-      printf("FAIL [%s] same ids, but the text differs from the reference's\n", c->name);
+      printf("FAIL [%s] same ids, but the text differs from the reference's\n", name);
     } else {
       printf("FAIL [%s] logits after the prompt differ from the reference's by %.2e (relative; limit %g)\n",
-             c->name, r.top_max_rel, KILN_GOLDEN_TOP_TOLERANCE);
+             name, r.top_max_rel, KILN_GOLDEN_TOP_TOLERANCE);
     }
     kiln_golden_result_clear(&r);
   }

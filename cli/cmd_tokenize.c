@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "kiln/escape.h"
 #include "kiln/gguf.h"
 
 static void tokenize_usage(FILE *out) {
@@ -164,7 +165,9 @@ int cmd_tokenize(int argc, char **argv) {
         json_array_append_new(pieces, cli_json_text(p, pl));
       } else if (!ids_only) {
         printf("%6d -> '", ids[i]);
-        fwrite(p, 1, pl, stdout);
+        /* a piece is vocabulary text from the file: no control byte of it
+         * reaches the terminal (kiln/escape.h) */
+        kiln_fput_escaped(stdout, p, pl, KILN_ESCAPE_KEEP_BACKSLASH);
         fputs(valid_utf8(p, pl) ? "'\n" : "' (UTF-8 decode failure)\n", stdout);
       }
       free(p);

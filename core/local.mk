@@ -48,6 +48,7 @@ kilninclude_HEADERS += \
 	core/include/kiln/kcache.h \
 	core/include/kiln/config.h \
 	core/include/kiln/log.h \
+	core/include/kiln/escape.h \
 	core/include/kiln/host.h \
 	core/include/kiln/backend.h \
 	core/include/kiln/model.h \

@@ -58,6 +58,11 @@ tests_unit_test_synth_SOURCES = tests/unit/test_synth.c
 tests_unit_test_synth_CFLAGS = $(TEST_CFLAGS)
 tests_unit_test_synth_LDADD = $(TEST_LIBS)
 
+check_PROGRAMS += tests/unit/test_escape
+TESTS += tests/unit/test_escape
+tests_unit_test_escape_SOURCES = tests/unit/test_escape.c
+tests_unit_test_escape_CFLAGS = $(TEST_CFLAGS)
+tests_unit_test_escape_LDADD = $(TEST_LIBS)
 
 check_PROGRAMS += tests/unit/test_chat
 TESTS += tests/unit/test_chat

@@ -3,6 +3,7 @@
 #include "config.h"
 
 #include "kiln/config.h"
+#include "kiln/escape.h"
 
 #include <errno.h>
 #include <ini.h>
@@ -560,9 +561,16 @@ void kiln_config_print(const kiln_config *c, FILE *out) {
   for (size_t i = 0; i < c->n_sections; i++) {
     const kiln_config_section *s = c->sections[i];
     fprintf(out, "[%s]\n", s->name);
-    for (uint32_t j = 0; j < s->n_keys; j++)
-      fprintf(out, "%s = %s    ; %s\n", s->keys[j].name, s->values[j] ? s->values[j] : "",
-              s->origins[j] ? s->origins[j] : "unset");
+    for (uint32_t j = 0; j < s->n_keys; j++) {
+      /* values and origins (file paths) come from files and the
+       * environment: escaped for the terminal (kiln/escape.h) */
+      const char *v = s->values[j] ? s->values[j] : "", *o = s->origins[j] ? s->origins[j] : "unset";
+      fprintf(out, "%s = ", s->keys[j].name);
+      kiln_fput_escaped(out, v, strlen(v), 0);
+      fputs("    ; ", out);
+      kiln_fput_escaped(out, o, strlen(o), 0);
+      fputc('\n', out);
+    }
     fputc('\n', out);
   }
 }

@@ -2,6 +2,7 @@
 #include "config.h"
 
 #include "kiln/parity.h"
+#include "kiln/escape.h"
 
 #include <errno.h>
 #include <math.h>
@@ -195,13 +196,13 @@ void kiln_parity_report_free(kiln_parity_report *r) {
   free(r);
 }
 
-/* The token's text, printable, for the table. */
+/* The token's text from the vocabulary, escaped for the terminal
+ * (kiln/escape.h), for the table. */
 static const char *token_label(const kiln_vocab *v, int32_t id, char *buf, size_t cap) {
+  char piece[64];
   size_t len = 0;
-  if (!v || kiln_token_to_piece(v, id, true, buf, cap - 1, &len)) len = 0;
-  buf[len] = 0;
-  for (size_t i = 0; i < len; i++)
-    if ((unsigned char)buf[i] < 0x20) buf[i] = ' ';
+  if (!v || kiln_token_to_piece(v, id, true, piece, sizeof piece, &len)) len = 0;
+  kiln_escape(buf, cap, piece, len, 0);
   return buf;
 }
 

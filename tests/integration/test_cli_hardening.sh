@@ -1,0 +1,92 @@
+#!/bin/sh
+# What the environment and hostile files must not do to the kiln command
+# (issue 14): a cpu-only run needs no cache folder (no HOME, no
+# XDG_CACHE_HOME) and no cpu-only command creates one; inspect never passes
+# a terminal control byte from a file through; a file synth writes is one
+# kiln reads; a NUL byte in a configuration value is an error.
+set -u
+kiln="$KILN_BUILDDIR/cli/kiln"
+models="${KILN_MODELS_DIR:-}"
+tmp=$(mktemp -d) || exit 99
+trap 'rm -rf "$tmp"' EXIT
+fail() { echo "FAIL: $*"; exit 1; }
+
+if [ ! -f "$models/stories260K.gguf" ]; then
+  echo "SKIP: stories260K.gguf not in KILN_MODELS_DIR ($models)"; exit 77
+fi
+model="$models/stories260K.gguf"
+
+# The issue's command: no HOME, no XDG_CACHE_HOME, no configuration.
+env -i PATH=/usr/bin:/bin "$kiln" run -m "$model" -p "Once upon a time" -n 16 >"$tmp/out" 2>"$tmp/err" \
+  || { cat "$tmp/err"; fail "env -i kiln run exited $?"; }
+grep -q "there was a little girl" "$tmp/out" || fail "env -i kiln run printed [$(cat "$tmp/out")]"
+grep -q "generated 16" "$tmp/err" || fail "env -i kiln run: no summary"
+echo "ok: kiln run with an empty environment"
+
+# No cpu-only command creates a cache folder, under HOME or XDG_CACHE_HOME.
+mkdir "$tmp/home"
+golden="$KILN_SRCDIR/tests/golden/stories260K.golden"
+for cmd in "run -m $model -p Once -n 4" "bench -m $model -p 8 -n 4 -r 1" \
+           "parity -m $model -p Once --ref cpu:f64 --test cpu" "qa -m $model --golden $golden" \
+           "backends" "config --show" "inspect --no-tensors $model"; do
+  # shellcheck disable=SC2086 # the command's words
+  env -i PATH=/usr/bin:/bin HOME="$tmp/home" "$kiln" $cmd >"$tmp/out" 2>&1 \
+    || { cat "$tmp/out"; fail "kiln $cmd exited $? with HOME set"; }
+  # shellcheck disable=SC2086
+  env -i PATH=/usr/bin:/bin XDG_CACHE_HOME="$tmp/xdg" "$kiln" $cmd >"$tmp/out" 2>&1 \
+    || { cat "$tmp/out"; fail "kiln $cmd exited $? with XDG_CACHE_HOME set"; }
+  [ -z "$(ls -A "$tmp/home")" ] || fail "kiln $cmd created $(ls -A "$tmp/home") in HOME"
+  [ ! -e "$tmp/xdg" ] || fail "kiln $cmd created XDG_CACHE_HOME ($tmp/xdg)"
+done
+echo "ok: no cpu-only command creates a cache folder"
+
+# A GGUF whose metadata holds terminal control sequences (an OSC title
+# change, a screen clear, a C1 CSI), laid out byte by byte (gguf.md):
+# magic, version 3, 0 tensors, 2 key/values; key lengths are u64, the value
+# type 8 is a string.
+esc=$(printf '\033')
+{
+  printf 'GGUF\003\000\000\000'
+  printf '\000\000\000\000\000\000\000\000\002\000\000\000\000\000\000\000'
+  printf '\014\000\000\000\000\000\000\000general.name\010\000\000\000'
+  printf '\021\000\000\000\000\000\000\000\033]0;pwned\007\033[2J\302\233x'
+  printf '\012\000\000\000\000\000\000\000bad\033[1mkey\010\000\000\000'
+  printf '\001\000\000\000\000\000\000\000v'
+} >"$tmp/escape.gguf"
+"$kiln" inspect "$tmp/escape.gguf" >"$tmp/out" 2>&1 || { cat "$tmp/out"; fail "inspect exited $?"; }
+if grep -q "$esc" "$tmp/out" || grep -q "$(printf '\007')" "$tmp/out" || grep -q "$(printf '\302\233')" "$tmp/out"; then
+  fail "inspect passed a control byte from the file to the terminal"
+fi
+grep -qF 'general.name' "$tmp/out" && grep -qF '"\x1b]0;pwned\x07\x1b[2J\u009bx"' "$tmp/out" \
+  || { cat "$tmp/out"; fail "inspect: the value is not shown escaped"; }
+grep -qF 'bad\x1b[1mkey' "$tmp/out" || { cat "$tmp/out"; fail "inspect: the key is not shown escaped"; }
+echo "ok: inspect escapes control bytes"
+
+# kiln tokenize shows each piece: vocabulary text, escaped (the byte token
+# for ESC would otherwise reach the terminal).
+"$kiln" tokenize -m "$model" -p "x${esc}[2Jy" >"$tmp/out" 2>&1 || { cat "$tmp/out"; fail "tokenize exited $?"; }
+grep -q "$esc" "$tmp/out" && fail "tokenize passed ESC through"
+grep -qF "'\x1b'" "$tmp/out" || { cat "$tmp/out"; fail "tokenize: the ESC piece is not shown escaped"; }
+echo "ok: tokenize escapes control bytes"
+
+# A configuration value with a control byte is shown escaped by config --show.
+printf '[model]\npath = m\033[2J.gguf\n' >"$tmp/esc.ini"
+"$kiln" config --show --config "$tmp/esc.ini" >"$tmp/out" 2>&1 || { cat "$tmp/out"; fail "config --show exited $?"; }
+grep -q "$esc" "$tmp/out" && fail "config --show passed ESC through"
+grep -qF 'm\x1b[2J.gguf' "$tmp/out" || { cat "$tmp/out"; fail "config --show: value not escaped"; }
+echo "ok: config --show escapes control bytes"
+
+# n_predict = 4\0junk once read as 4.
+printf '[sampling]\nn_predict = 4\000junk\n' >"$tmp/nul.ini"
+"$kiln" config --show --config "$tmp/nul.ini" >"$tmp/out" 2>&1
+[ $? -eq 1 ] || fail "a NUL in a value: exit status not 1"
+grep -q "$tmp/nul.ini:2: a NUL byte at column 14" "$tmp/out" || { cat "$tmp/out"; fail "NUL: message"; }
+echo "ok: a NUL byte in a configuration file is an error"
+
+# kiln synth --vocab 1 writes a file kiln opens.
+"$kiln" synth --arch llama --vocab 1 -o "$tmp/v1.gguf" >/dev/null 2>&1 || fail "synth --vocab 1 exited $?"
+"$kiln" inspect --no-tensors "$tmp/v1.gguf" >"$tmp/out" 2>&1 || fail "inspect of synth's file exited $?"
+grep -q "kiln cannot run this file" "$tmp/out" && { cat "$tmp/out"; fail "kiln refuses the file synth wrote"; }
+grep -q "n_vocab        = 1" "$tmp/out" || { cat "$tmp/out"; fail "synth --vocab 1: no n_vocab 1"; }
+echo "ok: synth --vocab 1"
+exit 0
