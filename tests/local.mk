@@ -26,3 +26,4 @@ TEST_LIBS = tests/libkilntest.la libkiln.la $(CMOCKA_LIBS) -lm
 include tests/unit/local.mk
 include tests/integration/local.mk
 include tests/gpu/local.mk
+include tests/fuzz/local.mk

@@ -54,26 +54,3 @@ tests_unit_test_quantize_san_CFLAGS = $(TEST_CFLAGS) $(KILN_SAN_CFLAGS)
 tests_unit_test_quantize_san_LDFLAGS = $(KILN_SAN_CFLAGS)
 tests_unit_test_quantize_san_LDADD = tests/libkilntest.la $(CMOCKA_LIBS) -lm
 endif
-
-# The GGUF fuzz target (tests/fuzz/fuzz_gguf.c) run over 100000 deterministic
-# mutations of writer-made seed files, with the reader, writer and
-# dequantizers compiled in (under ASan and UBSan when configure found them).
-gguf_fuzz_sources = tests/fuzz/fuzz_gguf.c $(kiln_gguf_sources) core/src/base/status.c
-check_PROGRAMS += tests/fuzz/fuzz_gguf_smoke
-TESTS += tests/fuzz/fuzz_gguf_smoke
-tests_fuzz_fuzz_gguf_smoke_SOURCES = tests/fuzz/fuzz_gguf_smoke.c $(gguf_fuzz_sources)
-tests_fuzz_fuzz_gguf_smoke_CFLAGS = $(AM_CFLAGS) $(KILN_SAN_CFLAGS)
-tests_fuzz_fuzz_gguf_smoke_LDFLAGS = $(KILN_SAN_CFLAGS)
-tests_fuzz_fuzz_gguf_smoke_LDADD = -lm
-
-# A libFuzzer build of the same target, for compilers that have
-# -fsanitize=fuzzer (clang); not part of `make check`:
-#   make fuzz-gguf && tests/fuzz/fuzz_gguf_libfuzzer -max_total_time=600
-FUZZ_CC = clang
-FUZZ_CFLAGS = -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all
-fuzz-gguf: tests/fuzz/fuzz_gguf_libfuzzer
-tests/fuzz/fuzz_gguf_libfuzzer: $(gguf_fuzz_sources)
-	$(AM_V_CCLD)$(MKDIR_P) tests/fuzz && $(FUZZ_CC) $(FUZZ_CFLAGS) -std=c11 -DHAVE_CONFIG_H \
-	  $(AM_CPPFLAGS) -I$(top_builddir) $(addprefix $(srcdir)/,$(filter %.c,$(gguf_fuzz_sources))) -lm -o $@
-.PHONY: fuzz-gguf
-CLEANFILES += tests/fuzz/fuzz_gguf_libfuzzer

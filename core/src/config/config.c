@@ -333,6 +333,29 @@ static int on_entry(void *user, const char *section, const char *name, const cha
   return 1;
 }
 
+kiln_status kiln__config_load_stream(kiln_config *c, FILE *f, const char *path) {
+  if (c->file)
+    return kiln_status_new(KILN_STATUS_INVALID_ARGUMENT, "%s: a configuration file (%s) is already loaded",
+                           path, c->file);
+  /* Relative paths in a file are relative to the file's folder, so a
+   * config means the same whatever the current directory. */
+  const char *slash = strrchr(path, '/');
+  parse_state ps = {c, f, path, slash ? strndup(path, (size_t)(slash - path)) : strdup("."), 0, NULL, 0, false};
+  int rc = ini_parse_stream(read_line, &ps, on_entry, &ps);
+  free(ps.dir);
+  /* inih returns the line of the first line it could not parse; report
+   * whichever problem comes first in the file. */
+  if (rc > 0 && (!ps.error || rc < ps.error_line)) {
+    kiln_status_free(ps.error);
+    return kiln_status_new(KILN_STATUS_INVALID_ARGUMENT,
+                           "%s:%d: syntax error (expected [section], key = value, or a ; comment)", path, rc);
+  }
+  if (ps.error) return ps.error;
+  if (rc < 0) return kiln_status_new(KILN_STATUS_IO, "%s: cannot read configuration file", path);
+  c->file = strdup(path);
+  return NULL;
+}
+
 kiln_status kiln_config_load_file(kiln_config *c, const char *path) {
   if (c->file)
     return kiln_status_new(KILN_STATUS_INVALID_ARGUMENT, "%s: a configuration file (%s) is already loaded",
@@ -348,24 +371,9 @@ kiln_status kiln_config_load_file(kiln_config *c, const char *path) {
     return kiln_status_new(KILN_STATUS_INVALID_ARGUMENT, "%s: not a regular file (a configuration file is an INI text file)",
                            path);
   }
-  /* Relative paths in a file are relative to the file's folder, so a
-   * config means the same whatever the current directory. */
-  const char *slash = strrchr(path, '/');
-  parse_state ps = {c, f, path, slash ? strndup(path, (size_t)(slash - path)) : strdup("."), 0, NULL, 0, false};
-  int rc = ini_parse_stream(read_line, &ps, on_entry, &ps);
+  kiln_status st = kiln__config_load_stream(c, f, path);
   fclose(f);
-  free(ps.dir);
-  /* inih returns the line of the first line it could not parse; report
-   * whichever problem comes first in the file. */
-  if (rc > 0 && (!ps.error || rc < ps.error_line)) {
-    kiln_status_free(ps.error);
-    return kiln_status_new(KILN_STATUS_INVALID_ARGUMENT,
-                           "%s:%d: syntax error (expected [section], key = value, or a ; comment)", path, rc);
-  }
-  if (ps.error) return ps.error;
-  if (rc < 0) return kiln_status_new(KILN_STATUS_IO, "%s: cannot read configuration file", path);
-  c->file = strdup(path);
-  return NULL;
+  return st;
 }
 
 /* Environment variables and the section.key each one sets. */

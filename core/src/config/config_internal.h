@@ -2,6 +2,9 @@
 #ifndef KILN_CONFIG_INTERNAL_H
 #define KILN_CONFIG_INTERNAL_H
 
+#include <stdio.h>
+
+#include "kiln/config.h"
 #include "kiln/config_schema.h"
 
 typedef struct kiln__config_table {
@@ -12,5 +15,10 @@ typedef struct kiln__config_table {
 
 /* Core's sections, ended by an entry with name NULL (core/src/config/config_table.c). */
 extern const kiln__config_table kiln__config_core_tables[];
+
+/* kiln_config_load_file() after its checks on the path: parses the INI
+ * text read from f, naming `path` in messages (tests/fuzz/fuzz_config.c
+ * feeds it bytes from memory). The caller closes f. */
+kiln_status kiln__config_load_stream(kiln_config *c, FILE *f, const char *path);
 
 #endif
