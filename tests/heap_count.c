@@ -22,8 +22,10 @@ char *__wrap_strdup(const char *s);
 char *__wrap_strndup(const char *s, size_t n);
 
 static int64_t live, mark, peak;
+static uint64_t calls, calls_at_mark;
 
 static void add(void *p) {
+  __atomic_add_fetch(&calls, 1, __ATOMIC_RELAXED);
   if (!p) return;
   int64_t now = __atomic_add_fetch(&live, (int64_t)malloc_usable_size(p), __ATOMIC_RELAXED);
   int64_t old = __atomic_load_n(&peak, __ATOMIC_RELAXED);
@@ -83,6 +85,11 @@ void heap_count_mark(void) {
   int64_t now = __atomic_load_n(&live, __ATOMIC_RELAXED);
   __atomic_store_n(&mark, now, __ATOMIC_RELAXED);
   __atomic_store_n(&peak, now, __ATOMIC_RELAXED);
+  __atomic_store_n(&calls_at_mark, __atomic_load_n(&calls, __ATOMIC_RELAXED), __ATOMIC_RELAXED);
+}
+
+uint64_t heap_count_calls_since_mark(void) {
+  return __atomic_load_n(&calls, __ATOMIC_RELAXED) - __atomic_load_n(&calls_at_mark, __ATOMIC_RELAXED);
 }
 
 uint64_t heap_count_peak_since_mark(void) {

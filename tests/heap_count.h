@@ -17,6 +17,11 @@ void heap_count_mark(void);
  * the mark: what the code run since then cost at its worst. */
 uint64_t heap_count_peak_since_mark(void);
 
+/* How many malloc, calloc, realloc, strdup and strndup calls there have
+ * been since heap_count_mark(): a measure of the work done, free of the
+ * clock. */
+uint64_t heap_count_calls_since_mark(void);
+
 /* Bytes live now (blocks allocated through the wrappers and not freed). */
 int64_t heap_count_live(void);
 
