@@ -28,7 +28,8 @@ mkdir "$tmp/home"
 golden="$KILN_SRCDIR/tests/golden/stories260K.golden"
 for cmd in "run -m $model -p Once -n 4" "bench -m $model -p 8 -n 4 -r 1" \
            "parity -m $model -p Once --ref cpu:f64 --test cpu" "qa -m $model --golden $golden" \
-           "backends" "config --show" "inspect --no-tensors $model"; do
+           "backends" "config --show" "inspect --no-tensors $model" "tokenize -m $model -p Once" \
+           "perplexity -m $model -f $KILN_SRCDIR/tests/data/perplexity/stories.txt -c 64 --chunks 1"; do
   # shellcheck disable=SC2086 # the command's words
   env -i PATH=/usr/bin:/bin HOME="$tmp/home" "$kiln" $cmd >"$tmp/out" 2>&1 \
     || { cat "$tmp/out"; fail "kiln $cmd exited $? with HOME set"; }
