@@ -11,7 +11,7 @@
 #include "kiln/gguf.h"
 #include "kiln/tokenizer.h"
 
-static kiln_vocab *fuzz_load_vocab(const char *file, char **out_template) {
+static inline kiln_vocab *fuzz_load_vocab(const char *file, char **out_template) {
   const char *dir = getenv("KILN_MODELS_DIR");
   if (!dir || !*dir) dir = KILN_FUZZ_MODELS_DIR;
   char path[4096];
@@ -43,7 +43,7 @@ static kiln_vocab *fuzz_load_vocab(const char *file, char **out_template) {
 }
 
 /* Whether s[0..n) is well-formed UTF-8 (RFC 3629). */
-static bool fuzz_valid_utf8(const unsigned char *s, size_t n) {
+static inline bool fuzz_valid_utf8(const unsigned char *s, size_t n) {
   for (size_t i = 0; i < n;) {
     unsigned char c = s[i];
     size_t len;
