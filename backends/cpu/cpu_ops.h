@@ -115,6 +115,7 @@ kiln_status cpu_op_sigmoid_mul(const cpu_ctx *ctx, const kiln_node *node, const 
 kiln_status cpu_op_ssm_conv(const cpu_ctx *ctx, const kiln_node *node, const cpu_io *io);
 kiln_status cpu_op_gdn_gate(const cpu_ctx *ctx, const kiln_node *node, const cpu_io *io);
 kiln_status cpu_op_gated_delta_net(const cpu_ctx *ctx, const kiln_node *node, const cpu_io *io);
+kiln_status cpu_op_get_columns(const cpu_ctx *ctx, const kiln_node *node, const cpu_io *io);
 
 /* --- weights (cpu_weights.c) --------------------------------------------- */
 

@@ -26,7 +26,8 @@ backends_cpu_libkilncpuops_la_SOURCES = \
 	backends/cpu/op_ssm_conv.c \
 	backends/cpu/op_gdn_gate.c \
 	backends/cpu/op_gated_delta_net.c \
-	backends/cpu/gdn_body.h
+	backends/cpu/gdn_body.h \
+	backends/cpu/op_get_columns.c
 # -fno-math-errno lets sqrtf inline (errno is never read); the vectorizer's
 # dynamic cost model lets gcc -O2 vectorize the lane loops of cpu_dot.h.
 # Neither changes a result. -ffp-contract=off keeps a*b+c two roundings

@@ -1,6 +1,6 @@
 /* cpu backend, the small ops: GET_ROWS for every weight type (and token ids
  * out of range), STORE_KV (and positions past the cache), SWIGLU and ADD
- * against the float64 reference, and the generic node checks. */
+ * against the float64 reference, GET_COLUMNS, and the generic node checks. */
 #include "config.h"
 
 #include <math.h>
@@ -204,6 +204,59 @@ static void test_add(void **state) {
   }
 }
 
+/* GET_COLUMNS copies the chosen columns exactly, in the order asked, in
+ * both precisions; an id outside src0's columns is an error that leaves dst
+ * alone; the ids must be an I32 INPUT. */
+static void test_get_columns(void **state) {
+  for (int p = 0; p < 2; p++) {
+    cpu_ctx ctx;
+    kct_ctx_open(&ctx, 2, (cpu_precision)p);
+    const int64_t W = 896, cap = 6;
+    kct_rng rng = kct_rng_new(1200);
+    float *x = kct_alloc((size_t)(W * cap) * 4), *y = kct_alloc((size_t)(W * cap) * 4);
+    kct_fill(&rng, x, W * cap, -3, 3);
+    for (int64_t i = 0; i < W * cap; i++) y[i] = 777.0f;
+    int32_t ids[6] = {5, 0, 5, 2, -1, 99}; /* entries past the step are never read */
+    kiln_tensor tx = kct_tensor(0, KILN_TYPE_F32, KILN_ROLE_ACTIVATION, W, cap, "blk.23.ffn_residual");
+    kiln_tensor ti = kct_tensor(1, KILN_TYPE_I32, KILN_ROLE_INPUT, cap, 1, "out_ids");
+    ti.n_dims = 1;
+    kiln_tensor ty = kct_tensor(2, KILN_TYPE_F32, KILN_ROLE_ACTIVATION, W, cap, "out_columns");
+    kiln_node node = kct_node(KILN_OP_GET_COLUMNS, "out_columns", &tx, &ti, NULL, &ty);
+    KT_ASSERT_OK(cpu_node_validate(&ctx, &node));
+    kct_run_ok(&ctx, &node, x, ids, NULL, y, 4, 0);
+    for (int t = 0; t < 4; t++)
+      assert_memory_equal(y + t * W, x + ids[t] * W, (size_t)W * sizeof(float));
+    for (int64_t i = 4 * W; i < W * cap; i++) assert_true(y[i] == 777.0f);
+    /* a column past src0's capacity, or negative: named, dst untouched */
+    float *before = kct_alloc((size_t)(W * cap) * 4);
+    memcpy(before, y, (size_t)(W * cap) * 4);
+    KT_ASSERT_ERR(kct_run(&ctx, &node, x, ids, NULL, y, 5, 0), KILN_STATUS_OUT_OF_RANGE,
+                  "column id -1 (entry 4)");
+    KT_ASSERT_ERR(kct_run(&ctx, &node, x, ids + 5, NULL, y, 1, 0), KILN_STATUS_OUT_OF_RANGE,
+                  "column id 99");
+    assert_memory_equal(y, before, (size_t)(W * cap) * 4);
+    /* more entries than the ids hold */
+    KT_ASSERT_ERR(kct_run(&ctx, &node, x, ids, NULL, y, 7, 0), KILN_STATUS_OUT_OF_RANGE,
+                  "column ids src1");
+    /* ids that are not an I32 INPUT; widths that differ; dst over src0 */
+    ti.role = KILN_ROLE_ACTIVATION;
+    KT_ASSERT_ERR(cpu_node_validate(&ctx, &node), KILN_STATUS_INVALID_ARGUMENT, "I32 INPUT");
+    ti.role = KILN_ROLE_INPUT;
+    ti.type = KILN_TYPE_F32;
+    KT_ASSERT_ERR(cpu_node_supports(&ctx, &node), KILN_STATUS_UNSUPPORTED, "column ids src1");
+    ti.type = KILN_TYPE_I32;
+    ty.ne[0] = W - 1;
+    KT_ASSERT_ERR(cpu_node_validate(&ctx, &node), KILN_STATUS_INVALID_ARGUMENT, "width");
+    ty.ne[0] = W;
+    KT_ASSERT_ERR(kct_run(&ctx, &node, x, ids, NULL, x, 1, 0), KILN_STATUS_INVALID_ARGUMENT,
+                  "overlaps");
+    free(before);
+    free(y);
+    free(x);
+    kct_ctx_close(&ctx);
+  }
+}
+
 static void test_generic_checks(void **state) {
   cpu_ctx ctx;
   kct_ctx_open(&ctx, 1, CPU_PRECISION_F32);
@@ -259,6 +312,7 @@ int main(void) {
       cmocka_unit_test(test_swiglu),
       cmocka_unit_test(test_swiglu_extremes),
       cmocka_unit_test(test_add),
+      cmocka_unit_test(test_get_columns),
       cmocka_unit_test(test_generic_checks),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
