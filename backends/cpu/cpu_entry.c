@@ -33,6 +33,13 @@ static const kiln_config_key cpu_config_keys[] = {
      .min = 0,
      .max = CPU_MAX_THREADS,
      .help = "worker threads of the cpu backend; 0 = one per online CPU"},
+    {.name = "spin_us",
+     .type = KILN_CONFIG_INT,
+     .default_value = "200",
+     .min = 0,
+     .max = 100000,
+     .help = "microseconds an idle worker thread polls for the next op before it sleeps (a "
+             "step's ops follow each other within microseconds); 0 = sleep at once"},
     {.name = "precision",
      .type = KILN_CONFIG_ENUM,
      .default_value = "f32",
@@ -121,6 +128,7 @@ static kiln_status cpu_open(void *plugin, const kiln_config_section *cfg, void *
 
   /* No section at all means every key at its declared default. */
   int64_t threads = cfg ? host->cfg_int(cfg, "threads") : 0;
+  int64_t spin_us = cfg ? host->cfg_int(cfg, "spin_us") : CPU_POOL_DEFAULT_SPIN_US;
   const char *precision = cfg ? host->cfg_str(cfg, "precision") : "f32";
   if (threads < 0 || threads > CPU_MAX_THREADS)
     return host->status_new(KILN_STATUS_OUT_OF_RANGE, "[cpu] threads = %lld is outside 0..%d",
@@ -132,6 +140,9 @@ static kiln_status cpu_open(void *plugin, const kiln_config_section *cfg, void *
     return host->status_new(KILN_STATUS_INVALID_ARGUMENT,
                             "[cpu] precision = '%s' is not one of f32|f64",
                             precision ? precision : "(unset)");
+  if (spin_us < 0 || spin_us > 100000)
+    return host->status_new(KILN_STATUS_OUT_OF_RANGE, "[cpu] spin_us = %lld is outside 0..100000",
+                            (long long)spin_us);
   if (threads == 0) threads = online_cpus();
 
   cpu_backend *be = calloc(1, sizeof *be);
@@ -144,6 +155,7 @@ static kiln_status cpu_open(void *plugin, const kiln_config_section *cfg, void *
     return host->status_new(code, "cpu: cannot start %lld worker threads: %s",
                             (long long)threads, strerror(rc));
   }
+  cpu_pool_set_spin(be->ctx.pool, (int)spin_us);
   be->host = host;
   be->ctx.precision = prec;
   be->ctx.dequantize = host->dequantize;

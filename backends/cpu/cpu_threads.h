@@ -1,9 +1,11 @@
 /*
  * cpu_threads.h — the cpu backend's persistent worker pool (internal).
  *
- * One pool per open() backend: n-1 pthreads wait on a condition variable and
- * the calling thread works as index 0, so a parallel op costs one broadcast
- * and one join rather than thread creation. Each worker index owns a scratch
+ * One pool per open() backend: n-1 pthreads and the calling thread, which
+ * works as index 0. An idle worker polls for the next job for a short while
+ * (spin, default CPU_POOL_DEFAULT_SPIN_US) and then blocks on a condition
+ * variable, so the back-to-back nodes of a step hand over in well under a
+ * microsecond while a pool with nothing to do uses no CPU. Each worker index owns a scratch
  * area (64-byte aligned) that ops size with cpu_pool_reserve() before they
  * dispatch, so allocation failures surface on the caller's thread as a status
  * instead of inside a worker.
@@ -35,6 +37,15 @@ void cpu_pool_destroy(cpu_pool *pool);
 
 /* Number of workers, the caller counted. */
 int cpu_pool_size(const cpu_pool *pool);
+
+/* How long (microseconds) an idle worker, and the caller waiting for the
+ * others, poll before they block; 0 blocks at once. Call between runs. */
+#define CPU_POOL_DEFAULT_SPIN_US 200
+void cpu_pool_set_spin(cpu_pool *pool, int spin_us);
+
+/* Workers blocked waiting for work right now (0 .. size-1): how a test sees
+ * that an idle pool sleeps instead of spinning. */
+int cpu_pool_sleepers(cpu_pool *pool);
 
 /* Runs fn on min(max_tasks, pool size) workers (at least one) and returns
  * when all are done. With one task it runs on the caller without waking

@@ -1,4 +1,5 @@
-/* cpu backend, threads: the pool really runs work on several threads, and
+/* cpu backend, threads: the pool really runs work on several threads, its
+ * idle workers block instead of spinning, and
  * every threaded op gives bit-identical results with 1 and 4 threads, in
  * both precisions (threads split outputs, never a reduction). */
 #include "config.h"
@@ -12,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <cmocka.h>
 
@@ -61,6 +63,42 @@ static void test_pool(void **state) {
   cpu_pool_destroy(pool);
   assert_int_not_equal(cpu_pool_create(0, &pool), 0);
   assert_null(pool);
+}
+
+static void count_calls(void *arg, int ith, int nth) {
+  (void)nth;
+  __atomic_fetch_add((int *)arg + ith, 1, __ATOMIC_RELAXED);
+}
+
+/* Waits up to 10 s for every worker of the pool to block; how many did. */
+static int wait_for_sleepers(cpu_pool *pool) {
+  for (int i = 0; i < 10000 && cpu_pool_sleepers(pool) < cpu_pool_size(pool) - 1; i++) {
+    struct timespec ts = {0, 1000000};
+    nanosleep(&ts, NULL);
+  }
+  return cpu_pool_sleepers(pool);
+}
+
+/* Idle workers stop polling and block once the spin time has passed, and
+ * wake for the next job; with spin 0 they block at once; thousands of
+ * back-to-back jobs (what a decode step is) lose none. */
+static void test_pool_sleeps_when_idle(void **state) {
+  for (int spin = 0; spin < 2; spin++) {
+    cpu_pool *pool;
+    assert_int_equal(cpu_pool_create(3, &pool), 0);
+    cpu_pool_set_spin(pool, spin ? 2000 : 0);
+    int calls[3] = {0};
+    cpu_pool_run(pool, 3, count_calls, calls);
+    assert_int_equal(wait_for_sleepers(pool), 2);
+    /* asleep: the next job still runs on every worker */
+    cpu_pool_run(pool, 3, count_calls, calls);
+    for (int i = 0; i < 3; i++) assert_int_equal(calls[i], 2);
+    for (int r = 0; r < 20000; r++) cpu_pool_run(pool, r % 3 + 1, count_calls, calls);
+    int total = calls[0] + calls[1] + calls[2];
+    assert_int_equal(total, 6 + 20000 / 3 * (1 + 2 + 3) + 1 + 2 /* r = 19998, 19999 */);
+    assert_int_equal(wait_for_sleepers(pool), 2);
+    cpu_pool_destroy(pool);
+  }
 }
 
 /* The ops below are sized well past CPU_MIN_TASK_WORK * 4 so that 4 threads
@@ -220,6 +258,7 @@ static void test_ops_bitwise(void **state) {
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_pool),
+      cmocka_unit_test(test_pool_sleeps_when_idle),
       cmocka_unit_test(test_ops_bitwise),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
