@@ -40,6 +40,19 @@ static const kiln_config_key cpu_config_keys[] = {
      .max = 100000,
      .help = "microseconds an idle worker thread polls for the next op before it sleeps (a "
              "step's ops follow each other within microseconds); 0 = sleep at once"},
+    {.name = "simd",
+     .type = KILN_CONFIG_ENUM,
+     .default_value = "auto",
+     .choices = "auto|avx2|portable",
+     .help = "vector code of the f32 matrix multiplies: auto = the best this CPU runs (avx2 needs "
+             "AVX2, FMA and F16C), avx2 = fail at open without them, portable = plain C"},
+    {.name = "matvec",
+     .type = KILN_CONFIG_ENUM,
+     .default_value = "int16",
+     .choices = "int16|f32",
+     .help = "decode (steps of up to 3 tokens) with block-quantized weights, at precision = f32 on "
+             "AVX2: int16 = activations rounded to int16 per block of 32 for integer dot products "
+             "(llama.cpp rounds to int8), f32 = exact f32 activations (slower, the prefill's bits)"},
     {.name = "precision",
      .type = KILN_CONFIG_ENUM,
      .default_value = "f32",
@@ -75,38 +88,21 @@ static void cpu_fini(void *plugin) { free(plugin); }
 
 /* Which vector code the ops carry, and what this CPU offers. */
 static void simd_summary(char *buf, size_t n) {
-  const char *built = "scalar";
+  const char *baseline = "scalar";
 #if defined(__AVX512F__)
-  built = "AVX-512F";
+  baseline = "AVX-512F";
 #elif defined(__AVX2__)
-  built = "AVX2";
+  baseline = "AVX2";
 #elif defined(__AVX__)
-  built = "AVX";
+  baseline = "AVX";
 #elif defined(__SSE2__)
-  built = "SSE2";
+  baseline = "SSE2";
 #elif defined(__ARM_NEON)
-  built = "NEON";
+  baseline = "NEON";
 #endif
-  int len = snprintf(buf, n, "vector code %s", built);
-#if defined(__x86_64__) && defined(__GNUC__) && defined(__ELF__)
-  /* cpu_dot.h's CPU_HOT clones: the loader picks AVX2 where present. */
-  __builtin_cpu_init();
-  if (len >= 0 && (size_t)len < n)
-    len += snprintf(buf + len, n - (size_t)len, "%s",
-                    __builtin_cpu_supports("avx2") ? " + AVX2 (in use)" : " + AVX2 (not in use)");
-  const char *sep = "; CPU has";
-#define CPU_FEATURE(f)                                                        \
-  if (__builtin_cpu_supports(f) && len >= 0 && (size_t)len < n) {             \
-    len += snprintf(buf + len, n - (size_t)len, "%s %s", sep, f);             \
-    sep = "";                                                                 \
-  }
-  CPU_FEATURE("avx2")
-  CPU_FEATURE("fma")
-  CPU_FEATURE("avx512f")
-#undef CPU_FEATURE
-#else
-  (void)len;
-#endif
+  cpu_simd s = cpu_simd_detect();
+  snprintf(buf, n, "f32 matrix kernels %s (built for %s%s)", cpu_simd_name(s), baseline,
+           CPU_HAVE_AVX2_KERNELS ? ", with AVX2+FMA+F16C kernels chosen at run time" : "");
 }
 
 static kiln_status cpu_probe(void *plugin, kiln_probe_info *out_info) {
@@ -130,6 +126,8 @@ static kiln_status cpu_open(void *plugin, const kiln_config_section *cfg, void *
   int64_t threads = cfg ? host->cfg_int(cfg, "threads") : 0;
   int64_t spin_us = cfg ? host->cfg_int(cfg, "spin_us") : CPU_POOL_DEFAULT_SPIN_US;
   const char *precision = cfg ? host->cfg_str(cfg, "precision") : "f32";
+  const char *simd_key = cfg ? host->cfg_str(cfg, "simd") : "auto";
+  const char *matvec_key = cfg ? host->cfg_str(cfg, "matvec") : "int16";
   if (threads < 0 || threads > CPU_MAX_THREADS)
     return host->status_new(KILN_STATUS_OUT_OF_RANGE, "[cpu] threads = %lld is outside 0..%d",
                             (long long)threads, CPU_MAX_THREADS);
@@ -143,6 +141,22 @@ static kiln_status cpu_open(void *plugin, const kiln_config_section *cfg, void *
   if (spin_us < 0 || spin_us > 100000)
     return host->status_new(KILN_STATUS_OUT_OF_RANGE, "[cpu] spin_us = %lld is outside 0..100000",
                             (long long)spin_us);
+  cpu_simd simd = cpu_simd_detect();
+  if (simd_key && strcmp(simd_key, "portable") == 0) simd = CPU_SIMD_PORTABLE;
+  else if (simd_key && strcmp(simd_key, "avx2") == 0 && simd != CPU_SIMD_AVX2)
+    return host->status_new(KILN_STATUS_UNAVAILABLE,
+                            "[cpu] simd = avx2, but this CPU (or build) lacks AVX2, FMA or F16C");
+  else if (!simd_key || (strcmp(simd_key, "auto") != 0 && strcmp(simd_key, "avx2") != 0))
+    return host->status_new(KILN_STATUS_INVALID_ARGUMENT,
+                            "[cpu] simd = '%s' is not one of auto|avx2|portable",
+                            simd_key ? simd_key : "(unset)");
+  cpu_matvec matvec;
+  if (matvec_key && strcmp(matvec_key, "int16") == 0) matvec = CPU_MATVEC_INT16;
+  else if (matvec_key && strcmp(matvec_key, "f32") == 0) matvec = CPU_MATVEC_F32;
+  else
+    return host->status_new(KILN_STATUS_INVALID_ARGUMENT,
+                            "[cpu] matvec = '%s' is not one of int16|f32",
+                            matvec_key ? matvec_key : "(unset)");
   if (threads == 0) threads = online_cpus();
 
   cpu_backend *be = calloc(1, sizeof *be);
@@ -158,12 +172,18 @@ static kiln_status cpu_open(void *plugin, const kiln_config_section *cfg, void *
   cpu_pool_set_spin(be->ctx.pool, (int)spin_us);
   be->host = host;
   be->ctx.precision = prec;
+  be->ctx.simd = simd;
+  be->ctx.matvec = matvec;
   be->ctx.dequantize = host->dequantize;
   be->ctx.status_new = host->status_new;
   be->ctx.status_annotate = host->status_annotate;
   be->ctx.status_free = host->status_free;
-  host->log(KILN_LOG_INFO, "cpu", "%lld threads, %s accumulation", (long long)threads,
-            prec == CPU_PRECISION_F64 ? "f64" : "f32");
+  host->log(KILN_LOG_INFO, "cpu", "%lld threads, %s accumulation, %s kernels%s", (long long)threads,
+            prec == CPU_PRECISION_F64 ? "f64" : "f32",
+            prec == CPU_PRECISION_F64 ? "reference" : cpu_simd_name(simd),
+            prec == CPU_PRECISION_F32 && simd == CPU_SIMD_AVX2
+                ? (matvec == CPU_MATVEC_INT16 ? ", int16 decode columns" : ", f32 decode columns")
+                : "");
   *out_backend = be;
   return NULL;
 }

@@ -7,6 +7,19 @@ noinst_LTLIBRARIES += backends/cpu/libkilncpuops.la
 backends_cpu_libkilncpuops_la_SOURCES = \
 	backends/cpu/cpu_ops.h \
 	backends/cpu/cpu_dot.h \
+	backends/cpu/cpu_simd.h \
+	backends/cpu/cpu_simd.c \
+	backends/cpu/cpu_mm.h \
+	backends/cpu/mm_avx2.h \
+	backends/cpu/mm_avx2_table.c \
+	backends/cpu/mm_avx2_float.c \
+	backends/cpu/mm_avx2_q8_0.c \
+	backends/cpu/mm_avx2_q4_0.c \
+	backends/cpu/mm_avx2_q5_0.c \
+	backends/cpu/mm_avx2_q4_k.c \
+	backends/cpu/mm_avx2_q6_k.c \
+	backends/cpu/mm_avx2_q16.c \
+	backends/cpu/mm_avx2_gemm.c \
 	backends/cpu/cpu_threads.h \
 	backends/cpu/cpu_threads.c \
 	backends/cpu/cpu_op_util.c \
