@@ -160,6 +160,10 @@ static kiln_status check_no_overlap(const cpu_ctx *ctx, const kiln_node *node, c
 
 kiln_status cpu_node_run(const cpu_ctx *ctx, const kiln_node *node, const cpu_io *io) {
   KILN_RETURN_IF_ERROR(cpu_node_validate(ctx, node));
+  return cpu_node_run_validated(ctx, node, io);
+}
+
+kiln_status cpu_node_run_validated(const cpu_ctx *ctx, const kiln_node *node, const cpu_io *io) {
   if (io->n_tokens < 1 || io->pos0 < 0)
     return cpu_node_error(ctx, KILN_STATUS_INVALID_ARGUMENT, node,
                           "step has n_tokens %d and pos0 %d (want >= 1 and >= 0)",

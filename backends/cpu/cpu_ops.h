@@ -94,6 +94,10 @@ kiln_status cpu_node_validate(const cpu_ctx *ctx, const kiln_node *node);
  * every activation's capacity, positions within the KV cache, data present),
  * then dispatches to the op. Errors name the node. */
 kiln_status cpu_node_run(const cpu_ctx *ctx, const kiln_node *node, const cpu_io *io);
+/* The same without the static checks, for a node cpu_node_validate()
+ * accepted and that has not changed since (the plugin keeps a copy of each
+ * prepared node to know). */
+kiln_status cpu_node_run_validated(const cpu_ctx *ctx, const kiln_node *node, const cpu_io *io);
 
 /* The host's status functions as a host table holding just those, for the
  * shared checks of backends/common/node_check.h (they use nothing else). */

@@ -20,6 +20,11 @@ backends_cpu_libkilncpuops_la_SOURCES = \
 	backends/cpu/mm_avx2_q6_k.c \
 	backends/cpu/mm_avx2_q16.c \
 	backends/cpu/mm_avx2_gemm.c \
+	backends/cpu/cpu_attn.h \
+	backends/cpu/attn_avx2.c \
+	backends/cpu/vexp_avx2.h \
+	backends/cpu/cpu_swiglu.h \
+	backends/cpu/swiglu_avx2.c \
 	backends/cpu/cpu_threads.h \
 	backends/cpu/cpu_threads.c \
 	backends/cpu/cpu_op_util.c \

@@ -193,13 +193,16 @@ kiln_status cpu_op_mul_mat(const cpu_ctx *ctx, const kiln_node *node, const cpu_
       cpu_mm_q16_quantize_avx2(task.x + t * K, K, buf + (size_t)t * col, &task.xq[t]);
   }
 
-  /* The bias is small: make it f32 once, here, whatever its type. */
+  /* The bias is small: make it f32 once, here, whatever its type (an
+   * aligned F32 bias is used in place). */
   float *bias_buf = NULL;
   if (b) {
-    bias_buf = malloc((size_t)N * sizeof(float));
-    if (!bias_buf)
-      return cpu_node_error(ctx, KILN_STATUS_NO_MEMORY, node, "no memory for a bias of %lld",
-                            (long long)N);
+    if (b->type != KILN_TYPE_F32 || ((uintptr_t)io->src[2] & 3u)) {
+      bias_buf = malloc((size_t)N * sizeof(float));
+      if (!bias_buf)
+        return cpu_node_error(ctx, KILN_STATUS_NO_MEMORY, node, "no memory for a bias of %lld",
+                              (long long)N);
+    }
     kiln_status st = cpu_weight_row(ctx, b->type, io->src[2], 0, 0, N, bias_buf, &task.bias);
     if (st) {
       free(bias_buf);
@@ -207,18 +210,23 @@ kiln_status cpu_op_mul_mat(const cpu_ctx *ctx, const kiln_node *node, const cpu_
     }
   }
 
+  /* Only the reference path can fail inside a worker (the host's
+   * dequantizer); the fast kernels read validated blocks. */
   int pool_n = cpu_pool_size(ctx->pool);
-  kiln_status *errs = calloc((size_t)pool_n, sizeof *errs);
-  if (!errs) {
-    free(bias_buf);
-    return cpu_node_error(ctx, KILN_STATUS_NO_MEMORY, node, "no memory");
+  kiln_status *errs = NULL;
+  if (run == mul_mat_reference_run) {
+    errs = calloc((size_t)pool_n, sizeof *errs);
+    if (!errs) {
+      free(bias_buf);
+      return cpu_node_error(ctx, KILN_STATUS_NO_MEMORY, node, "no memory");
+    }
   }
   task.errs = errs;
   double work = (double)N * (double)K * (double)T;
   cpu_pool_run(ctx->pool, cpu_task_count(ctx, N, work), run, &task);
 
   kiln_status first = NULL;
-  for (int i = 0; i < pool_n; i++) {
+  for (int i = 0; errs && i < pool_n; i++) {
     if (!errs[i]) continue;
     if (!first) first = errs[i];
     else ctx->status_free(errs[i]);

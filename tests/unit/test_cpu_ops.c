@@ -111,9 +111,10 @@ static void test_store_kv(void **state) {
   kct_ctx_close(&ctx);
 }
 
-static void check_swiglu(cpu_precision prec, int64_t W, int64_t T, uint64_t seed) {
+static void check_swiglu_simd(cpu_precision prec, cpu_simd simd, int64_t W, int64_t T, uint64_t seed) {
   cpu_ctx ctx;
   kct_ctx_open(&ctx, 3, prec);
+  ctx.simd = simd;
   kct_rng rng = kct_rng_new(seed);
   float *a = kct_alloc((size_t)(W * T) * sizeof(float)), *b = kct_alloc((size_t)(W * T) * 4);
   float *y = kct_alloc((size_t)(W * T) * sizeof(float));
@@ -127,8 +128,8 @@ static void check_swiglu(cpu_precision prec, int64_t W, int64_t T, uint64_t seed
   kct_run_ok(&ctx, &node, a, b, NULL, y, (int32_t)T, 0);
   kct_ref_swiglu(a, b, W * T, ref);
   char what[96];
-  snprintf(what, sizeof what, "swiglu W=%lld T=%lld %s", (long long)W, (long long)T,
-           prec ? "f64" : "f32");
+  snprintf(what, sizeof what, "swiglu W=%lld T=%lld %s %s", (long long)W, (long long)T,
+           prec ? "f64" : "f32", cpu_simd_name(simd));
   if (prec == CPU_PRECISION_F64) kct_assert_rounded(what, y, ref, W, T, 0.0);
   else kct_assert_close(what, y, ref, W, T, 1e-6);
   /* in place into the gate */
@@ -141,25 +142,40 @@ static void check_swiglu(cpu_precision prec, int64_t W, int64_t T, uint64_t seed
   kct_ctx_close(&ctx);
 }
 
+static void check_swiglu(cpu_precision prec, int64_t W, int64_t T, uint64_t seed) {
+  check_swiglu_simd(prec, CPU_SIMD_PORTABLE, W, T, seed);
+  if (cpu_simd_detect() == CPU_SIMD_AVX2) check_swiglu_simd(prec, CPU_SIMD_AVX2, W, T, seed);
+}
+
 /* Far from 0: e^200 overflows f32, and silu(-200) must come out as the
- * limit -0, not NaN; silu(200) is 200. */
+ * limit -0, not NaN; silu(200) is 200. Twelve values, so the AVX2 code
+ * meets them both in its 8-wide part and in its tail. */
 static void test_swiglu_extremes(void **state) {
-  for (int p = 0; p < 2; p++) {
-    cpu_ctx ctx;
-    kct_ctx_open(&ctx, 1, (cpu_precision)p);
-    float a[4] = {-200.0f, 200.0f, 0.0f, -1e30f}, b[4] = {3.0f, 3.0f, 3.0f, 3.0f}, y[4];
-    kiln_tensor ta = kct_tensor(0, KILN_TYPE_F32, KILN_ROLE_ACTIVATION, 4, 1, "gate");
-    kiln_tensor tb = kct_tensor(1, KILN_TYPE_F32, KILN_ROLE_ACTIVATION, 4, 1, "up");
-    kiln_tensor ty = kct_tensor(2, KILN_TYPE_F32, KILN_ROLE_ACTIVATION, 4, 1, "y");
-    kiln_node node = kct_node(KILN_OP_SWIGLU, "blk.0.ffn_swiglu", &ta, &tb, NULL, &ty);
-    kct_run_ok(&ctx, &node, a, b, NULL, y, 1, 0);
-    for (int i = 0; i < 4; i++) assert_false(isnan(y[i]));
-    assert_true(y[0] == 0.0f && signbit(y[0]));
-    assert_float_equal(y[1], 600.0f, 0.0);
-    assert_true(y[2] == 0.0f);
-    assert_true(y[3] == 0.0f);
-    kct_ctx_close(&ctx);
-  }
+  for (int p = 0; p < 2; p++)
+    for (int simd = 0; simd <= (cpu_simd_detect() == CPU_SIMD_AVX2); simd++) {
+      cpu_ctx ctx;
+      kct_ctx_open(&ctx, 1, (cpu_precision)p);
+      ctx.simd = (cpu_simd)simd;
+      float a[12], b[12], y[12];
+      for (int i = 0; i < 12; i++) {
+        static const float v[4] = {-200.0f, 200.0f, 0.0f, -1e30f};
+        a[i] = v[i % 4];
+        b[i] = 3.0f;
+      }
+      kiln_tensor ta = kct_tensor(0, KILN_TYPE_F32, KILN_ROLE_ACTIVATION, 12, 1, "gate");
+      kiln_tensor tb = kct_tensor(1, KILN_TYPE_F32, KILN_ROLE_ACTIVATION, 12, 1, "up");
+      kiln_tensor ty = kct_tensor(2, KILN_TYPE_F32, KILN_ROLE_ACTIVATION, 12, 1, "y");
+      kiln_node node = kct_node(KILN_OP_SWIGLU, "blk.0.ffn_swiglu", &ta, &tb, NULL, &ty);
+      kct_run_ok(&ctx, &node, a, b, NULL, y, 1, 0);
+      for (int i = 0; i < 12; i += 4) {
+        for (int j = 0; j < 4; j++) assert_false(isnan(y[i + j]));
+        assert_true(y[i] == 0.0f && signbit(y[i]));
+        assert_float_equal(y[i + 1], 600.0f, 0.0);
+        assert_true(y[i + 2] == 0.0f);
+        assert_true(y[i + 3] == 0.0f);
+      }
+      kct_ctx_close(&ctx);
+    }
 }
 
 static void test_swiglu(void **state) {
