@@ -8,14 +8,16 @@
 #if CPU_HAVE_AVX2_KERNELS
 #include "mm_avx2.h"
 
-/* 16 bytes holding 0x10 where bit `first + i` of qh is set, else 0. */
-CPU_AVX2_INLINE __m128i q5_high(uint32_t qh, int first) {
+/* 16 bytes holding 0 where bit `first + i` of qh is set, else -16: the
+ * fifth bit and the offset of values first .. first+15 at once, so a
+ * value is its nibble plus this (one add instead of an or and a sub). */
+CPU_AVX2_INLINE __m128i q5_high_minus16(uint32_t qh, int first) {
   const __m128i bits = _mm_set1_epi64x((long long)0x8040201008040201ull);
   const __m128i pick = first ? _mm_setr_epi8(2, 2, 2, 2, 2, 2, 2, 2, 3, 3, 3, 3, 3, 3, 3, 3)
                              : _mm_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1);
   const __m128i by = _mm_shuffle_epi8(_mm_cvtsi32_si128((int)qh), pick);
   const __m128i set = _mm_cmpeq_epi8(_mm_and_si128(by, bits), bits);
-  return _mm_and_si128(set, _mm_set1_epi8(0x10));
+  return _mm_andnot_si128(set, _mm_set1_epi8(-16));
 }
 
 /* Values 0..15 (lo) and 16..31 (hi) of the block at p as q - 16, int8. */
@@ -23,10 +25,9 @@ CPU_AVX2_INLINE __m128i q5_high(uint32_t qh, int first) {
   uint32_t qh_;                                                                                    \
   memcpy(&qh_, (p_) + 2, 4);                                                                       \
   const __m128i q_ = _mm_loadu_si128((const __m128i *)(const void *)((p_) + 6));                   \
-  const __m128i m4_ = _mm_set1_epi8(0x0f), e16_ = _mm_set1_epi8(16);                               \
-  const __m128i lo_ = _mm_sub_epi8(_mm_or_si128(_mm_and_si128(q_, m4_), q5_high(qh_, 0)), e16_);   \
-  const __m128i hi_ = _mm_sub_epi8(                                                                \
-      _mm_or_si128(_mm_and_si128(_mm_srli_epi16(q_, 4), m4_), q5_high(qh_, 16)), e16_);
+  const __m128i m4_ = _mm_set1_epi8(0x0f);                                                         \
+  const __m128i lo_ = _mm_add_epi8(_mm_and_si128(q_, m4_), q5_high_minus16(qh_, 0));               \
+  const __m128i hi_ = _mm_add_epi8(_mm_and_si128(_mm_srli_epi16(q_, 4), m4_), q5_high_minus16(qh_, 16));
 
 #define Q5_0_BLOCK(row, b, SINK)                                                                   \
   {                                                                                                \

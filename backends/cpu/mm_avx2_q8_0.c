@@ -18,12 +18,12 @@
     }                                                                                              \
   }
 
+/* Each half widened straight from memory (a load folded into vpmovsxbw). */
 #define Q8_0_QBLOCK(row, b)                                                                        \
   {                                                                                                \
     const uint8_t *p_ = (row) + (b) * 34;                                                          \
-    const __m256i q_ = _mm256_loadu_si256((const __m256i *)(const void *)(p_ + 2));                \
-    const __m256i wa_ = _mm256_cvtepi8_epi16(_mm256_castsi256_si128(q_));                          \
-    const __m256i wb_ = _mm256_cvtepi8_epi16(_mm256_extracti128_si256(q_, 1));                     \
+    const __m256i wa_ = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)(const void *)(p_ + 2))); \
+    const __m256i wb_ = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)(const void *)(p_ + 18))); \
     CPU_MM_QSINK1(wa_, wb_, cpu_mm_f16(p_), (b))                                                   \
   }
 
