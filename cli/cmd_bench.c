@@ -69,18 +69,23 @@ typedef struct bench_test {
   double *seconds;   /* [reps] */
 } bench_test;
 
-/* One run of a test: the untimed depth, then the timed tokens. */
+/* One run of a test: the untimed depth, then the timed tokens. Each timed
+ * eval computes the logits of its last token into `logits` ([n_vocab]), as
+ * every llama_decode of llama-bench does (a batch without a logits array
+ * outputs its last token's); kiln computes the output head only for the
+ * logits asked for. */
 static kiln_status run_test(kiln_session *s, const bench_test *t, int32_t depth, int32_t n_vocab, int32_t *ids,
-                            double *out_seconds) {
+                            float *logits, double *out_seconds) {
   kiln_session_reset(s);
   int32_t n = t->n_prompt ? t->n_prompt : t->n_gen;
   for (int32_t i = 0; i < depth + n; i++) ids[i] = bench_id(i, n_vocab);
   if (depth) KILN_RETURN_IF_ERROR(kiln_session_eval(s, ids, depth, NULL, NULL));
   double t0 = now();
   if (t->n_prompt) {
-    KILN_RETURN_IF_ERROR(kiln_session_eval(s, ids + depth, t->n_prompt, NULL, NULL));
+    KILN_RETURN_IF_ERROR(kiln_session_eval(s, ids + depth, t->n_prompt, logits, NULL));
   } else {
-    for (int32_t i = 0; i < t->n_gen; i++) KILN_RETURN_IF_ERROR(kiln_session_eval(s, ids + depth + i, 1, NULL, NULL));
+    for (int32_t i = 0; i < t->n_gen; i++)
+      KILN_RETURN_IF_ERROR(kiln_session_eval(s, ids + depth + i, 1, logits, NULL));
   }
   *out_seconds = now() - t0;
   return NULL;
@@ -252,6 +257,7 @@ int cmd_bench(int argc, char **argv) {
   kiln_model *m = NULL;
   kiln_session *s = NULL;
   int32_t *ids = NULL;
+  float *logits = NULL;
   const char *model_path = NULL;
   kiln_status st = cli_runtime_open(&cc, &rt);
   if (!st) st = cli_model_path(rt, &model_path);
@@ -263,16 +269,17 @@ int cmd_bench(int argc, char **argv) {
   kiln_session_options so = {.n_ctx = longest, .fallback_cpu = -1};
   if (!st) st = cli_session_open(rt, m, &so, &s);
   if (!st && !(ids = malloc((size_t)longest * sizeof *ids))) st = kiln_status_new(KILN_STATUS_NO_MEMORY, "bench");
+  if (!st && !(logits = malloc((size_t)n_vocab * sizeof *logits))) st = kiln_status_new(KILN_STATUS_NO_MEMORY, "bench");
   for (int i = 0; !st && i < n_tests; i++)
     if (!(tests[i].seconds = calloc((size_t)reps, sizeof(double))))
       st = kiln_status_new(KILN_STATUS_NO_MEMORY, "bench");
   for (int i = 0; !st && i < n_tests; i++) {
     double warm;
     cli_progress("kiln: bench %s warm-up", tests[i].name);
-    st = run_test(s, &tests[i], depth, n_vocab, ids, &warm);
+    st = run_test(s, &tests[i], depth, n_vocab, ids, logits, &warm);
     for (int32_t r = 0; !st && r < reps; r++) {
       cli_progress("kiln: bench %s %d/%d", tests[i].name, r + 1, reps);
-      st = run_test(s, &tests[i], depth, n_vocab, ids, &tests[i].seconds[r]);
+      st = run_test(s, &tests[i], depth, n_vocab, ids, logits, &tests[i].seconds[r]);
     }
   }
   cli_progress_clear();
@@ -290,6 +297,7 @@ int cmd_bench(int argc, char **argv) {
   }
   for (int i = 0; i < n_tests; i++) free(tests[i].seconds);
   free(ids);
+  free(logits);
   kiln_session_free(s);
   kiln_model_free(m);
   kiln_runtime_free(rt);

@@ -36,6 +36,7 @@ static int op_arity(kiln_op op, bool *out_last_optional) {
   switch (op) {
   case KILN_OP_GET_ROWS: case KILN_OP_RMS_NORM: case KILN_OP_SWIGLU: case KILN_OP_ADD:
   case KILN_OP_SIGMOID_MUL:
+  case KILN_OP_GET_COLUMNS:
     return 2;
   case KILN_OP_ROPE: case KILN_OP_STORE_KV: case KILN_OP_SLICE:
     return 1;
@@ -242,6 +243,23 @@ static kiln_status check_attention(const kiln_host_api *host, const kiln_node *n
   return NULL;
 }
 
+static kiln_status check_get_columns(const kiln_host_api *host, const kiln_node *node) {
+  const kiln_tensor *x = node->src[0], *ids = node->src[1], *dst = node->dst;
+  KILN_RETURN_IF_ERROR(check_f32(host, node, "src0", x));
+  KILN_RETURN_IF_ERROR(check_dims(host, node, "column ids src1", ids));
+  if (ids->type != KILN_TYPE_I32 || ids->role != KILN_ROLE_INPUT || ids->ne[1] != 1 ||
+      ids->nbytes < (uint64_t)ids->ne[0] * 4u)
+    return BAD("column ids src1 '%.*s' must be an I32 INPUT [capacity] (is %s [%lld, %lld], "
+               "%llu bytes)",
+               KILN_NAME_MAX, ids->name, kiln_type_name(ids->type), (long long)ids->ne[0],
+               (long long)ids->ne[1], (unsigned long long)ids->nbytes);
+  if (x->ne[1] > INT32_MAX)
+    return BAD("src0 '%.*s' has %lld columns, more than I32 ids can address", KILN_NAME_MAX,
+               x->name, (long long)x->ne[1]);
+  KILN_RETURN_IF_ERROR(check_f32(host, node, "dst", dst));
+  return same_width(host, node, "dst", dst, "src0", x);
+}
+
 static kiln_status check_elementwise(const kiln_host_api *host, const kiln_node *node) {
   const kiln_tensor *a = node->src[0], *b = node->src[1], *dst = node->dst;
   KILN_RETURN_IF_ERROR(check_f32(host, node, "src0", a));
@@ -376,6 +394,7 @@ kiln_status kiln_node_check(const kiln_host_api *host, const kiln_node *node) {
   case KILN_OP_SSM_CONV: return check_ssm_conv(host, node);
   case KILN_OP_GDN_GATE: return check_gdn_gate(host, node);
   case KILN_OP_GATED_DELTA_NET: return check_gdn(host, node);
+  case KILN_OP_GET_COLUMNS: return check_get_columns(host, node);
   default: return BAD("op id %d is none of kiln/graph.h's ops", (int)node->op);
   }
 }

@@ -73,6 +73,11 @@ kiln_status cpu_node_supports(const cpu_ctx *ctx, const kiln_node *node) {
     KILN_RETURN_IF_ERROR(want_weight(ctx, node, "A src2", s[2]));
     KILN_RETURN_IF_ERROR(want_weight(ctx, node, "time-step bias src3", s[3]));
     return want_f32(ctx, node, "dst", node->dst);
+  case KILN_OP_GET_COLUMNS:
+    KILN_RETURN_IF_ERROR(want_f32(ctx, node, "src0", s[0]));
+    if (s[1] && s[1]->type != KILN_TYPE_I32)
+      return type_unsupported(ctx, node, "column ids src1", s[1], "I32");
+    return want_f32(ctx, node, "dst", node->dst);
   case KILN_OP_STORE_KV:
   case KILN_OP_ATTENTION:
   case KILN_OP_SWIGLU:
@@ -155,6 +160,10 @@ static kiln_status check_no_overlap(const cpu_ctx *ctx, const kiln_node *node, c
 
 kiln_status cpu_node_run(const cpu_ctx *ctx, const kiln_node *node, const cpu_io *io) {
   KILN_RETURN_IF_ERROR(cpu_node_validate(ctx, node));
+  return cpu_node_run_validated(ctx, node, io);
+}
+
+kiln_status cpu_node_run_validated(const cpu_ctx *ctx, const kiln_node *node, const cpu_io *io) {
   if (io->n_tokens < 1 || io->pos0 < 0)
     return cpu_node_error(ctx, KILN_STATUS_INVALID_ARGUMENT, node,
                           "step has n_tokens %d and pos0 %d (want >= 1 and >= 0)",
@@ -242,6 +251,15 @@ kiln_status cpu_node_run(const cpu_ctx *ctx, const kiln_node *node, const cpu_io
     KILN_RETURN_IF_ERROR(check_columns(ctx, node, "dst", d, T));
     KILN_RETURN_IF_ERROR(check_no_overlap(ctx, node, io, 3));
     return cpu_op_gated_delta_net(ctx, node, io);
+  case KILN_OP_GET_COLUMNS:
+    /* src0's columns are the ids' (checked by the op), not 0..T-1. */
+    KILN_RETURN_IF_ERROR(check_columns(ctx, node, "column ids src1", s[1], T));
+    KILN_RETURN_IF_ERROR(check_columns(ctx, node, "dst", d, T));
+    if (overlaps(io->dst, d->nbytes, io->src[0], s[0]->nbytes))
+      return cpu_node_error(ctx, KILN_STATUS_INVALID_ARGUMENT, node,
+                            "dst '%.*s' overlaps src0 '%.*s'", KILN_NAME_MAX, d->name,
+                            KILN_NAME_MAX, s[0]->name);
+    return cpu_op_get_columns(ctx, node, io);
   default:
     return cpu_node_supports(ctx, node);
   }

@@ -24,6 +24,11 @@ typedef struct cpu_plugin {
 typedef struct cpu_backend {
   const kiln_host_api *host;
   cpu_ctx ctx;
+  /* A copy of every node prepare() accepted, by node id: a node of a step
+   * that still equals its copy skips the static checks (hundreds of nodes
+   * a token make them a measurable cost on small models). */
+  kiln_node *prepared;
+  uint32_t n_prepared;
 } cpu_backend;
 
 static const kiln_config_key cpu_config_keys[] = {
@@ -33,6 +38,26 @@ static const kiln_config_key cpu_config_keys[] = {
      .min = 0,
      .max = CPU_MAX_THREADS,
      .help = "worker threads of the cpu backend; 0 = one per online CPU"},
+    {.name = "spin_us",
+     .type = KILN_CONFIG_INT,
+     .default_value = "200",
+     .min = 0,
+     .max = 100000,
+     .help = "microseconds an idle worker thread polls for the next op before it sleeps (a "
+             "step's ops follow each other within microseconds); 0 = sleep at once"},
+    {.name = "simd",
+     .type = KILN_CONFIG_ENUM,
+     .default_value = "auto",
+     .choices = "auto|avx2|portable",
+     .help = "vector code of the f32 matrix multiplies: auto = the best this CPU runs (avx2 needs "
+             "AVX2, FMA and F16C), avx2 = fail at open without them, portable = plain C"},
+    {.name = "matvec",
+     .type = KILN_CONFIG_ENUM,
+     .default_value = "int16",
+     .choices = "int16|f32",
+     .help = "decode (steps of up to 3 tokens) with block-quantized weights, at precision = f32 on "
+             "AVX2: int16 = activations rounded to int16 per block of 32 for integer dot products "
+             "(llama.cpp rounds to int8), f32 = exact f32 activations (slower, the prefill's bits)"},
     {.name = "precision",
      .type = KILN_CONFIG_ENUM,
      .default_value = "f32",
@@ -68,38 +93,21 @@ static void cpu_fini(void *plugin) { free(plugin); }
 
 /* Which vector code the ops carry, and what this CPU offers. */
 static void simd_summary(char *buf, size_t n) {
-  const char *built = "scalar";
+  const char *baseline = "scalar";
 #if defined(__AVX512F__)
-  built = "AVX-512F";
+  baseline = "AVX-512F";
 #elif defined(__AVX2__)
-  built = "AVX2";
+  baseline = "AVX2";
 #elif defined(__AVX__)
-  built = "AVX";
+  baseline = "AVX";
 #elif defined(__SSE2__)
-  built = "SSE2";
+  baseline = "SSE2";
 #elif defined(__ARM_NEON)
-  built = "NEON";
+  baseline = "NEON";
 #endif
-  int len = snprintf(buf, n, "vector code %s", built);
-#if defined(__x86_64__) && defined(__GNUC__) && defined(__ELF__)
-  /* cpu_dot.h's CPU_HOT clones: the loader picks AVX2 where present. */
-  __builtin_cpu_init();
-  if (len >= 0 && (size_t)len < n)
-    len += snprintf(buf + len, n - (size_t)len, "%s",
-                    __builtin_cpu_supports("avx2") ? " + AVX2 (in use)" : " + AVX2 (not in use)");
-  const char *sep = "; CPU has";
-#define CPU_FEATURE(f)                                                        \
-  if (__builtin_cpu_supports(f) && len >= 0 && (size_t)len < n) {             \
-    len += snprintf(buf + len, n - (size_t)len, "%s %s", sep, f);             \
-    sep = "";                                                                 \
-  }
-  CPU_FEATURE("avx2")
-  CPU_FEATURE("fma")
-  CPU_FEATURE("avx512f")
-#undef CPU_FEATURE
-#else
-  (void)len;
-#endif
+  cpu_simd s = cpu_simd_detect();
+  snprintf(buf, n, "f32 matrix kernels %s (built for %s%s)", cpu_simd_name(s), baseline,
+           CPU_HAVE_AVX2_KERNELS ? ", with AVX2+FMA+F16C kernels chosen at run time" : "");
 }
 
 static kiln_status cpu_probe(void *plugin, kiln_probe_info *out_info) {
@@ -121,7 +129,10 @@ static kiln_status cpu_open(void *plugin, const kiln_config_section *cfg, void *
 
   /* No section at all means every key at its declared default. */
   int64_t threads = cfg ? host->cfg_int(cfg, "threads") : 0;
+  int64_t spin_us = cfg ? host->cfg_int(cfg, "spin_us") : CPU_POOL_DEFAULT_SPIN_US;
   const char *precision = cfg ? host->cfg_str(cfg, "precision") : "f32";
+  const char *simd_key = cfg ? host->cfg_str(cfg, "simd") : "auto";
+  const char *matvec_key = cfg ? host->cfg_str(cfg, "matvec") : "int16";
   if (threads < 0 || threads > CPU_MAX_THREADS)
     return host->status_new(KILN_STATUS_OUT_OF_RANGE, "[cpu] threads = %lld is outside 0..%d",
                             (long long)threads, CPU_MAX_THREADS);
@@ -132,6 +143,25 @@ static kiln_status cpu_open(void *plugin, const kiln_config_section *cfg, void *
     return host->status_new(KILN_STATUS_INVALID_ARGUMENT,
                             "[cpu] precision = '%s' is not one of f32|f64",
                             precision ? precision : "(unset)");
+  if (spin_us < 0 || spin_us > 100000)
+    return host->status_new(KILN_STATUS_OUT_OF_RANGE, "[cpu] spin_us = %lld is outside 0..100000",
+                            (long long)spin_us);
+  cpu_simd simd = cpu_simd_detect();
+  if (simd_key && strcmp(simd_key, "portable") == 0) simd = CPU_SIMD_PORTABLE;
+  else if (simd_key && strcmp(simd_key, "avx2") == 0 && simd != CPU_SIMD_AVX2)
+    return host->status_new(KILN_STATUS_UNAVAILABLE,
+                            "[cpu] simd = avx2, but this CPU (or build) lacks AVX2, FMA or F16C");
+  else if (!simd_key || (strcmp(simd_key, "auto") != 0 && strcmp(simd_key, "avx2") != 0))
+    return host->status_new(KILN_STATUS_INVALID_ARGUMENT,
+                            "[cpu] simd = '%s' is not one of auto|avx2|portable",
+                            simd_key ? simd_key : "(unset)");
+  cpu_matvec matvec;
+  if (matvec_key && strcmp(matvec_key, "int16") == 0) matvec = CPU_MATVEC_INT16;
+  else if (matvec_key && strcmp(matvec_key, "f32") == 0) matvec = CPU_MATVEC_F32;
+  else
+    return host->status_new(KILN_STATUS_INVALID_ARGUMENT,
+                            "[cpu] matvec = '%s' is not one of int16|f32",
+                            matvec_key ? matvec_key : "(unset)");
   if (threads == 0) threads = online_cpus();
 
   cpu_backend *be = calloc(1, sizeof *be);
@@ -144,14 +174,21 @@ static kiln_status cpu_open(void *plugin, const kiln_config_section *cfg, void *
     return host->status_new(code, "cpu: cannot start %lld worker threads: %s",
                             (long long)threads, strerror(rc));
   }
+  cpu_pool_set_spin(be->ctx.pool, (int)spin_us);
   be->host = host;
   be->ctx.precision = prec;
+  be->ctx.simd = simd;
+  be->ctx.matvec = matvec;
   be->ctx.dequantize = host->dequantize;
   be->ctx.status_new = host->status_new;
   be->ctx.status_annotate = host->status_annotate;
   be->ctx.status_free = host->status_free;
-  host->log(KILN_LOG_INFO, "cpu", "%lld threads, %s accumulation", (long long)threads,
-            prec == CPU_PRECISION_F64 ? "f64" : "f32");
+  host->log(KILN_LOG_INFO, "cpu", "%lld threads, %s accumulation, %s kernels%s", (long long)threads,
+            prec == CPU_PRECISION_F64 ? "f64" : "f32",
+            prec == CPU_PRECISION_F64 ? "reference" : cpu_simd_name(simd),
+            prec == CPU_PRECISION_F32 && simd == CPU_SIMD_AVX2
+                ? (matvec == CPU_MATVEC_INT16 ? ", int16 decode columns" : ", f32 decode columns")
+                : "");
   *out_backend = be;
   return NULL;
 }
@@ -160,6 +197,7 @@ static void cpu_close(void *backend) {
   cpu_backend *be = backend;
   if (!be) return;
   cpu_pool_destroy(be->ctx.pool);
+  free(be->prepared);
   free(be);
 }
 
@@ -200,8 +238,27 @@ static kiln_status cpu_buffer_download_entry(void *backend, void *buf, uint64_t 
 }
 
 static kiln_status cpu_prepare(void *backend, const kiln_node *node) {
-  const cpu_backend *be = backend;
-  return cpu_node_validate(&be->ctx, node);
+  cpu_backend *be = backend;
+  KILN_RETURN_IF_ERROR(cpu_node_validate(&be->ctx, node));
+  if (node->id < 0 || node->id >= INT32_MAX) return NULL; /* valid, but not remembered */
+  uint32_t id = (uint32_t)node->id;
+  if (id >= be->n_prepared) {
+    uint32_t n = id + 1 > 2 * be->n_prepared ? id + 1 : 2 * be->n_prepared;
+    kiln_node *p = realloc(be->prepared, (size_t)n * sizeof *p);
+    if (!p) return NULL; /* run() then checks this node in full */
+    memset(p + be->n_prepared, 0, (size_t)(n - be->n_prepared) * sizeof *p);
+    be->prepared = p;
+    be->n_prepared = n;
+  }
+  /* padding too, so run() can compare bytes */
+  memcpy(&be->prepared[id], node, sizeof *node);
+  return NULL;
+}
+
+/* Whether node is one prepare() accepted, unchanged since. */
+static bool was_prepared(const cpu_backend *be, const kiln_node *node) {
+  return node->id >= 0 && (uint32_t)node->id < be->n_prepared &&
+         memcmp(&be->prepared[node->id], node, sizeof *node) == 0;
 }
 
 /* The buffer of tensor t in this step: present, and as large as t says. */
@@ -247,7 +304,8 @@ static kiln_status cpu_run(void *backend, const kiln_step *step) {
       return cpu_node_error(&be->ctx, KILN_STATUS_INVALID_ARGUMENT, node,
                             "state src%d '%.*s' is a mapped weight (read-only)", state,
                             KILN_NAME_MAX, node->src[state]->name);
-    KILN_RETURN_IF_ERROR(cpu_node_run(&be->ctx, node, &io));
+    if (was_prepared(be, node)) KILN_RETURN_IF_ERROR(cpu_node_run_validated(&be->ctx, node, &io));
+    else KILN_RETURN_IF_ERROR(cpu_node_run(&be->ctx, node, &io));
   }
   return NULL;
 }

@@ -15,7 +15,9 @@
  * accumulates every reduction (MUL_MAT dot products, the RMS_NORM sum of
  * squares, attention scores, softmax sums and the weighted V sum, the
  * convolution and the whole delta rule) in double and rounds once on the
- * store. Storage is always f32, recurrent states included.
+ * store. Storage is always f32, recurrent states included. At f32, MUL_MAT
+ * runs the AVX2 kernels where the CPU has them (cpu_mm.h); at f64 it
+ * always runs the reference code.
  *
  * Determinism: each output element is computed by the same operations in the
  * same order whatever the thread count (threads split outputs, never a
@@ -31,6 +33,7 @@
 #include "kiln/status.h"
 #include "kiln/types.h"
 
+#include "cpu_simd.h"
 #include "cpu_threads.h"
 
 typedef enum cpu_precision {
@@ -38,10 +41,20 @@ typedef enum cpu_precision {
   CPU_PRECISION_F64 = 1  /* double accumulators: the ground truth */
 } cpu_precision;
 
+/* How the f32 dot kernels take block-quantized weights (cpu_mm.h). */
+typedef enum cpu_matvec {
+  CPU_MATVEC_INT16 = 0, /* columns rounded to int16 per block of 32, integer products */
+  CPU_MATVEC_F32 = 1    /* exact f32 columns: the GEMM's bits */
+} cpu_matvec;
+
 /* Everything an op needs from outside, passed explicitly. */
 typedef struct cpu_ctx {
   cpu_pool *pool; /* workers; never NULL */
   cpu_precision precision;
+  /* Vector code the f32 ops may use (cpu_simd.h): at most what
+   * cpu_simd_detect() reports. f64 always takes the reference code. */
+  cpu_simd simd;
+  cpu_matvec matvec;
   /* kiln_dequantize's contract (kiln/dequant.h): must be safe to call from
    * several threads at once (it is a pure function in core). */
   kiln_status (*dequantize)(kiln_type type, const void *src, float *dst, int64_t n);
@@ -81,6 +94,10 @@ kiln_status cpu_node_validate(const cpu_ctx *ctx, const kiln_node *node);
  * every activation's capacity, positions within the KV cache, data present),
  * then dispatches to the op. Errors name the node. */
 kiln_status cpu_node_run(const cpu_ctx *ctx, const kiln_node *node, const cpu_io *io);
+/* The same without the static checks, for a node cpu_node_validate()
+ * accepted and that has not changed since (the plugin keeps a copy of each
+ * prepared node to know). */
+kiln_status cpu_node_run_validated(const cpu_ctx *ctx, const kiln_node *node, const cpu_io *io);
 
 /* The host's status functions as a host table holding just those, for the
  * shared checks of backends/common/node_check.h (they use nothing else). */
@@ -115,6 +132,7 @@ kiln_status cpu_op_sigmoid_mul(const cpu_ctx *ctx, const kiln_node *node, const 
 kiln_status cpu_op_ssm_conv(const cpu_ctx *ctx, const kiln_node *node, const cpu_io *io);
 kiln_status cpu_op_gdn_gate(const cpu_ctx *ctx, const kiln_node *node, const cpu_io *io);
 kiln_status cpu_op_gated_delta_net(const cpu_ctx *ctx, const kiln_node *node, const cpu_io *io);
+kiln_status cpu_op_get_columns(const cpu_ctx *ctx, const kiln_node *node, const cpu_io *io);
 
 /* --- weights (cpu_weights.c) --------------------------------------------- */
 

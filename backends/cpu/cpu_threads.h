@@ -1,12 +1,14 @@
 /*
  * cpu_threads.h — the cpu backend's persistent worker pool (internal).
  *
- * One pool per open() backend: n-1 pthreads wait on a condition variable and
- * the calling thread works as index 0, so a parallel op costs one broadcast
- * and one join rather than thread creation. Each worker index owns a scratch
- * area (64-byte aligned) that ops size with cpu_pool_reserve() before they
- * dispatch, so allocation failures surface on the caller's thread as a status
- * instead of inside a worker.
+ * One pool per open() backend: n-1 pthreads and the calling thread, which
+ * works too. An idle worker polls for the next job for a short while
+ * (spin, default CPU_POOL_DEFAULT_SPIN_US) and then blocks on a condition
+ * variable, so the back-to-back nodes of a step hand over in well under a
+ * microsecond while a pool with nothing to do uses no CPU. Each task index
+ * owns a scratch area (64-byte aligned) that ops size with
+ * cpu_pool_reserve() before they dispatch, so allocation failures surface
+ * on the caller's thread as a status instead of inside a worker.
  *
  * Work splitting never changes results: every op computes each output
  * element from the same operations in the same order whatever the thread
@@ -36,17 +38,36 @@ void cpu_pool_destroy(cpu_pool *pool);
 /* Number of workers, the caller counted. */
 int cpu_pool_size(const cpu_pool *pool);
 
-/* Runs fn on min(max_tasks, pool size) workers (at least one) and returns
- * when all are done. With one task it runs on the caller without waking
- * anyone, so small ops cost nothing extra. */
+/* How long (microseconds) an idle worker, and the caller waiting for the
+ * others, poll before they block; 0 blocks at once. Call between runs. */
+#define CPU_POOL_DEFAULT_SPIN_US 200
+void cpu_pool_set_spin(cpu_pool *pool, int spin_us);
+
+/* Workers blocked waiting for work right now (0 .. size-1): how a test sees
+ * that an idle pool sleeps instead of spinning. */
+int cpu_pool_sleepers(cpu_pool *pool);
+
+/* Runs fn(arg, ith, nth) once for every task ith in [0, nth), nth =
+ * min(max_tasks, pool size) (at least one), and returns when all are done.
+ * Tasks go to whichever threads claim them first, the caller's included:
+ * a worker the OS has not scheduled yet holds nothing up, the others take
+ * its share. With one task it runs on the caller without waking anyone,
+ * so small ops cost nothing extra. A task's scratch area is the one of its
+ * index, cpu_pool_scratch(pool, ith): no two tasks of a run share one. */
 void cpu_pool_run(cpu_pool *pool, int max_tasks, cpu_task_fn fn, void *arg);
 
-/* Makes every worker's scratch area at least nbytes. Returns 0 or ENOMEM
+/* Makes every task index's scratch area at least nbytes. Returns 0 or ENOMEM
  * (the areas already held are kept). Call between runs only. */
 int cpu_pool_reserve(cpu_pool *pool, size_t nbytes);
 
-/* Worker ith's scratch area (as reserved; NULL before any reserve). */
+/* Task ith's scratch area (as reserved; NULL before any reserve). */
 void *cpu_pool_scratch(const cpu_pool *pool, int ith);
+
+/* An area of at least nbytes (64-byte aligned) that the caller fills before
+ * a run and every worker may read during it (an op's inputs converted
+ * once: MUL_MAT's quantized columns). NULL when allocation fails (the area
+ * held is kept). Call between runs only. */
+void *cpu_pool_shared(cpu_pool *pool, size_t nbytes);
 
 /* Splits [0, n) into nth nearly equal contiguous ranges; range ith is
  * [*out_begin, *out_end). */

@@ -7,6 +7,24 @@ noinst_LTLIBRARIES += backends/cpu/libkilncpuops.la
 backends_cpu_libkilncpuops_la_SOURCES = \
 	backends/cpu/cpu_ops.h \
 	backends/cpu/cpu_dot.h \
+	backends/cpu/cpu_simd.h \
+	backends/cpu/cpu_simd.c \
+	backends/cpu/cpu_mm.h \
+	backends/cpu/mm_avx2.h \
+	backends/cpu/mm_avx2_table.c \
+	backends/cpu/mm_avx2_float.c \
+	backends/cpu/mm_avx2_q8_0.c \
+	backends/cpu/mm_avx2_q4_0.c \
+	backends/cpu/mm_avx2_q5_0.c \
+	backends/cpu/mm_avx2_q4_k.c \
+	backends/cpu/mm_avx2_q6_k.c \
+	backends/cpu/mm_avx2_q16.c \
+	backends/cpu/mm_avx2_gemm.c \
+	backends/cpu/cpu_attn.h \
+	backends/cpu/attn_avx2.c \
+	backends/cpu/vexp_avx2.h \
+	backends/cpu/cpu_swiglu.h \
+	backends/cpu/swiglu_avx2.c \
 	backends/cpu/cpu_threads.h \
 	backends/cpu/cpu_threads.c \
 	backends/cpu/cpu_op_util.c \
@@ -26,7 +44,8 @@ backends_cpu_libkilncpuops_la_SOURCES = \
 	backends/cpu/op_ssm_conv.c \
 	backends/cpu/op_gdn_gate.c \
 	backends/cpu/op_gated_delta_net.c \
-	backends/cpu/gdn_body.h
+	backends/cpu/gdn_body.h \
+	backends/cpu/op_get_columns.c
 # -fno-math-errno lets sqrtf inline (errno is never read); the vectorizer's
 # dynamic cost model lets gcc -O2 vectorize the lane loops of cpu_dot.h
 # (KILN_CPU_VEC_CFLAGS: configure keeps the flags the compiler accepts).

@@ -5,11 +5,14 @@
  *   y_h = sum_j softmax(s)_j v_{g,j}
  * The softmax subtracts the row maximum before exp, so raw q.k of 1e5
  * (ChatML special tokens in Qwen) gives finite weights instead of inf/inf.
+ * At f32 on AVX2 (head_dim a multiple of 8) the dot products and the V sum
+ * run in 8-lane FMAs (attn_avx2.c).
  * Threads split the (token, head) pairs; each pair is one worker's alone. */
 #include "config.h"
 
 #include <math.h>
 
+#include "cpu_attn.h"
 #include "cpu_dot.h"
 #include "cpu_ops.h"
 
@@ -20,6 +23,7 @@ typedef struct attention_task {
   int32_t pos0;
   int64_t T;
   bool f64;
+  bool avx2; /* f32 on cpu_attend_f32_avx2 */
   const cpu_pool *pool;
 } attention_task;
 
@@ -82,6 +86,11 @@ CPU_HOT static void attention_run(void *arg, int ith, int nth) {
     float *y = a->y + t * q_stride + h * hd;
     if (a->f64)
       attend_f64(a, q, k, v, n_keys, kv_stride, scratch, scratch + max_keys, y);
+#if CPU_HAVE_AVX2_KERNELS
+    else if (a->avx2)
+      cpu_attend_f32_avx2(q, k, v, n_keys, kv_stride, hd, a->p->scale, (float *)scratch,
+                          (float *)(scratch + max_keys), y);
+#endif
     else
       attend_f32(a, q, k, v, n_keys, kv_stride, (float *)scratch, (float *)(scratch + max_keys), y);
   }
@@ -102,6 +111,7 @@ kiln_status cpu_op_attention(const cpu_ctx *ctx, const kiln_node *node, const cp
       .pos0 = io->pos0,
       .T = io->n_tokens,
       .f64 = ctx->precision == CPU_PRECISION_F64,
+      .avx2 = ctx->precision == CPU_PRECISION_F32 && ctx->simd == CPU_SIMD_AVX2 && p->head_dim % 8 == 0,
       .pool = ctx->pool,
   };
   int64_t units = (int64_t)io->n_tokens * p->n_head;

@@ -85,6 +85,11 @@ static kiln_status supports_types(const kiln_host_api *host, const kiln_node *no
                              (int)node->p.rope.mode);
     KILN_RETURN_IF_ERROR(want_f32(host, node, "src0", s[0]));
     return want_f32(host, node, "dst", node->dst);
+  case KILN_OP_GET_COLUMNS:
+    KILN_RETURN_IF_ERROR(want_f32(host, node, "src0", s[0]));
+    if (s[1] && s[1]->type != KILN_TYPE_I32)
+      return type_unsupported(host, node, "column ids src1", s[1], "I32");
+    return want_f32(host, node, "dst", node->dst);
   case KILN_OP_ATTENTION:
     if (node->p.attention.head_dim > KILN_CUDA_MAX_HEAD_DIM)
       return kiln_node_error(host, KILN_STATUS_UNSUPPORTED, node,

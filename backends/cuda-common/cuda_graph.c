@@ -204,6 +204,10 @@ kiln_status kiln_cuda_graph_run(kiln_cuda_backend *be, const kiln_step *step,
   /* Only whole decode steps: a parity observer's one-node steps would
    * each make a graph to no benefit. */
   if (!g->on || step->n_tokens != 1 || step->n_nodes < 8) return NULL;
+  /* GET_COLUMNS copies from addresses its ids choose on the host: a
+   * replay would copy the captured step's columns. */
+  for (uint32_t i = 0; i < step->n_nodes; i++)
+    if (step->nodes[i]->op == KILN_OP_GET_COLUMNS) return NULL;
   CUdeviceptr *scratch = malloc((size_t)step->n_nodes * PTRS_PER_NODE * sizeof *scratch);
   if (!scratch) return be->host->status_new(KILN_STATUS_NO_MEMORY, "%s: graph check", be->fl->name);
   for (int i = 0; i < KILN_CUDA_MAX_GRAPHS; i++)

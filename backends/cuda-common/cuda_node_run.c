@@ -173,6 +173,36 @@ static kiln_status run_store_kv(kiln_cuda_backend *be, const kiln_node *node,
                           1, ns->decode.block, args);
 }
 
+/* Column host_ids[col + t] of src0 to column col + t of dst, t < n: one
+ * device-to-device copy each, ids checked on the host copy. The copy
+ * addresses come from this step's ids, so a step with this node is never
+ * captured as a graph (cuda_graph.c). */
+static kiln_status run_get_columns(kiln_cuda_backend *be, const kiln_node *node,
+                                   const kiln_cuda_buffer *const *b, int32_t n, int32_t col) {
+  const kiln_tensor *x = node->src[0], *ids = node->src[1];
+  if (!b[1]->host_ids)
+    return kiln_node_error(be->host, KILN_STATUS_INVALID_ARGUMENT, node,
+                           "column ids '%.*s' must be an I32 INPUT tensor", KILN_NAME_MAX,
+                           ids->name);
+  const uint64_t col_bytes = (uint64_t)x->ne[0] * 4u;
+  for (int32_t t = 0; t < n; t++) {
+    int32_t id = b[1]->host_ids[col + t];
+    if (id < 0 || id >= x->ne[1])
+      return kiln_node_error(be->host, KILN_STATUS_OUT_OF_RANGE, node,
+                             "column id %d (entry %d) is outside [0, %lld), the columns of "
+                             "'%.*s'",
+                             (int)id, (int)(col + t), (long long)x->ne[1], KILN_NAME_MAX,
+                             x->name);
+  }
+  for (int32_t t = 0; t < n; t++) {
+    CUdeviceptr src = b[0]->ptr + (CUdeviceptr)(col_bytes * (uint64_t)b[1]->host_ids[col + t]);
+    KILN_CU_CHECK(be->host, be->cu, node,
+                  MemcpyDtoDAsync(kiln_cuda_col_ptr(b[4], node->dst, col + t), src,
+                                  (size_t)col_bytes, be->stream));
+  }
+  return NULL;
+}
+
 static kiln_status run_attention(kiln_cuda_backend *be, const kiln_node *node,
                                  const kiln_cuda_node_state *ns, const kiln_cuda_buffer *const *b,
                                  int32_t n, int32_t col) {
@@ -254,6 +284,7 @@ kiln_status kiln_cuda_node_launch(kiln_cuda_backend *be, const kiln_cuda_bound *
   case KILN_OP_SLICE: case KILN_OP_SIGMOID_MUL: case KILN_OP_SSM_CONV: case KILN_OP_GDN_GATE:
   case KILN_OP_GATED_DELTA_NET: return kiln_cuda_qwen35_run(be, node, ns, b, n, col, pos);
   case KILN_OP_STORE_KV: return run_store_kv(be, node, ns, b, n, col);
+  case KILN_OP_GET_COLUMNS: return run_get_columns(be, node, b, n, col);
   case KILN_OP_ATTENTION: return run_attention(be, node, ns, b, n, col);
   case KILN_OP_SWIGLU:
   case KILN_OP_ADD: return run_eltwise(be, node, ns, b, n, col);

@@ -381,6 +381,8 @@ kiln_status kiln_cuda_prepare(void *backend, const kiln_node *node) {
     if (!st) st = get_fn(be, d, node, &ns->decode.fn);
     ns->decode.block = ELTWISE_BLOCK;
     break;
+  case KILN_OP_GET_COLUMNS:
+    break; /* device-to-device copies: no kernel */
   default:
     st = kiln_node_error(host, KILN_STATUS_UNSUPPORTED, node, "op id %d", (int)node->op);
   }

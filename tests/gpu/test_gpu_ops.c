@@ -15,7 +15,8 @@
  *     and random GQA attention at several head sizes;
  *   - RoPE NORM / NEOX (partial rotation too), GET_ROWS of every type
  *     (bit-exact to kiln_dequantize), an out-of-range token id, SWIGLU,
- *     ADD, per-head RMSNorm.
+ *     ADD, per-head RMSNorm, GET_COLUMNS (exact copies; a column id past
+ *     the source refused).
  * Each case is measured and printed; the suite asserts at the end of each
  * test, so one device run reports everything. */
 #include "config.h"
@@ -559,6 +560,55 @@ static void test_get_rows(void **state) {
   assert_int_equal(bad, 0);
 }
 
+/* GET_COLUMNS (the output head's first node): chosen columns copied
+ * exactly, in the order asked, the rest of dst untouched; an id past
+ * src0's columns refused, naming it. */
+static void test_get_columns(void **state) {
+  kiln_runtime *rt = kg_runtime(NULL, 0);
+  int bad = 0;
+  const int64_t W = 896, CAP = 5;
+  const int32_t ids[5] = {4, 0, 4, 2, 1};
+  for (int b = 0; b < KG_N_BACKENDS; b++) {
+    kiln_backend *be = kg_backend_open(rt, kg_backends[b]);
+    kg_rng r = kg_rng_new(1300);
+    kg_op op;
+    memset(&op, 0, sizeof op);
+    op.n_tensors = 3;
+    op.t[0] = kg_tensor(0, KILN_TYPE_F32, KILN_ROLE_ACTIVATION, W, CAP, 0, "blk.23.ffn_residual");
+    op.t[1] = kg_tensor(1, KILN_TYPE_I32, KILN_ROLE_INPUT, CAP, 1, 0, "out_ids");
+    op.t[1].n_dims = 1;
+    op.t[1].nbytes = sizeof ids;
+    op.t[2] = kg_tensor(2, KILN_TYPE_F32, KILN_ROLE_ACTIVATION, W, CAP, 0, "out_columns");
+    float *x = kg_alloc(op.t[0].nbytes), *y = kg_alloc(op.t[2].nbytes);
+    kg_fill(&r, x, W * CAP, -3, 3);
+    op.data[0] = x;
+    op.data[1] = ids;
+    set_node(&op, KILN_OP_GET_COLUMNS, "out_columns", 0, 1, -1, 2);
+    kiln_status st = kg_run_op(be, &op, 3, 0, y);
+    bool ok = !st;
+    for (int t = 0; ok && t < 3; t++)
+      if (memcmp(y + t * W, x + ids[t] * W, (size_t)W * sizeof(float)) != 0) ok = false;
+    printf("  %-12s get_columns 3 of 5: %s%s\n", be->name,
+           st ? kiln_status_message(st) : ok ? "exact copies" : "DIFFERENT", ok ? "" : "  FAIL");
+    if (!ok) bad++;
+    kiln_status_free(st);
+    const int32_t bad_ids[5] = {1, 5, 0, 0, 0};
+    op.data[1] = bad_ids;
+    st = kg_run_op(be, &op, 2, 0, y);
+    bool refused = st && kiln_status_code_of(st) == KILN_STATUS_OUT_OF_RANGE &&
+                   strstr(kiln_status_message(st), "column id 5");
+    printf("  %-12s get_columns with id 5 of 5 columns: %s\n", be->name,
+           st ? kiln_status_message(st) : "NOT REFUSED");
+    if (!refused) bad++;
+    kiln_status_free(st);
+    free(y);
+    free(x);
+    kiln_backend_close(be);
+  }
+  kiln_runtime_free(rt);
+  assert_int_equal(bad, 0);
+}
+
 int main(void) {
   int gate = kg_gate("test_gpu_ops");
   if (gate) return gate;
@@ -568,6 +618,7 @@ int main(void) {
       cmocka_unit_test(test_attention),
       cmocka_unit_test(test_rope_norm_eltwise),
       cmocka_unit_test(test_get_rows),
+      cmocka_unit_test(test_get_columns),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

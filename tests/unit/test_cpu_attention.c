@@ -69,17 +69,27 @@ static void attn_free(attn_case *c) {
   free(c->ref);
 }
 
+/* On the portable code and, where this CPU has it, the AVX2 code. */
+static void attn_check_simd(attn_case *c, cpu_precision prec, cpu_simd simd, double f32_tol,
+                            const char *label);
 static void attn_check(attn_case *c, cpu_precision prec, double f32_tol, const char *label) {
+  attn_check_simd(c, prec, CPU_SIMD_PORTABLE, f32_tol, label);
+  if (cpu_simd_detect() == CPU_SIMD_AVX2) attn_check_simd(c, prec, CPU_SIMD_AVX2, f32_tol, label);
+}
+
+static void attn_check_simd(attn_case *c, cpu_precision prec, cpu_simd simd, double f32_tol,
+                            const char *label) {
   cpu_ctx ctx;
   kct_ctx_open(&ctx, 3, prec);
+  ctx.simd = simd;
   kct_run_ok(&ctx, &c->node, c->q, c->k, c->v, c->y, c->T, c->pos0);
   kct_ref_attention(c->q, c->k, c->v, c->T, c->pos0, &c->node.p.attention, c->ref);
   const int64_t W = (int64_t)c->hd * c->nh;
   for (int64_t i = 0; i < W * c->T; i++)
     if (!isfinite(c->y[i])) fail_msg("%s: output %lld is %g", label, (long long)i, (double)c->y[i]);
   char what[192];
-  snprintf(what, sizeof what, "%s: attention hd=%d nh=%d nkv=%d T=%d pos0=%d, %s", label, c->hd,
-           c->nh, c->nkv, c->T, c->pos0, prec ? "f64" : "f32");
+  snprintf(what, sizeof what, "%s: attention hd=%d nh=%d nkv=%d T=%d pos0=%d, %s, %s", label, c->hd,
+           c->nh, c->nkv, c->T, c->pos0, prec ? "f64" : "f32", cpu_simd_name(simd));
   if (prec == CPU_PRECISION_F64) kct_assert_rounded(what, c->y, c->ref, W, c->T, 1e-12);
   else kct_assert_close(what, c->y, c->ref, W, c->T, f32_tol);
   kct_ctx_close(&ctx);
@@ -93,6 +103,7 @@ static void test_shapes(void **state) {
       {24, 6, 3, 7, 0, 7},    /* odd head size, cache exactly full */
       {32, 4, 1, 7, 9, 17},   /* MQA */
       {80, 12, 3, 3, 2, 6},
+      {8, 8, 4, 7, 3, 12},    /* stories260K's head size */
   };
   uint64_t seed = 500;
   for (int p = 0; p < 2; p++) {

@@ -25,6 +25,7 @@ void kct_ctx_open(cpu_ctx *ctx, int threads, cpu_precision precision) {
   int rc = cpu_pool_create(threads, &ctx->pool);
   if (rc != 0) fail_msg("cpu_pool_create(%d): %s", threads, strerror(rc));
   ctx->precision = precision;
+  ctx->simd = cpu_simd_detect();
   ctx->dequantize = kiln_dequantize;
   ctx->status_new = kiln_status_new;
   ctx->status_annotate = kiln_status_annotate;

@@ -1,6 +1,6 @@
 /* cpu backend, the small ops: GET_ROWS for every weight type (and token ids
  * out of range), STORE_KV (and positions past the cache), SWIGLU and ADD
- * against the float64 reference, and the generic node checks. */
+ * against the float64 reference, GET_COLUMNS, and the generic node checks. */
 #include "config.h"
 
 #include <math.h>
@@ -111,9 +111,10 @@ static void test_store_kv(void **state) {
   kct_ctx_close(&ctx);
 }
 
-static void check_swiglu(cpu_precision prec, int64_t W, int64_t T, uint64_t seed) {
+static void check_swiglu_simd(cpu_precision prec, cpu_simd simd, int64_t W, int64_t T, uint64_t seed) {
   cpu_ctx ctx;
   kct_ctx_open(&ctx, 3, prec);
+  ctx.simd = simd;
   kct_rng rng = kct_rng_new(seed);
   float *a = kct_alloc((size_t)(W * T) * sizeof(float)), *b = kct_alloc((size_t)(W * T) * 4);
   float *y = kct_alloc((size_t)(W * T) * sizeof(float));
@@ -127,8 +128,8 @@ static void check_swiglu(cpu_precision prec, int64_t W, int64_t T, uint64_t seed
   kct_run_ok(&ctx, &node, a, b, NULL, y, (int32_t)T, 0);
   kct_ref_swiglu(a, b, W * T, ref);
   char what[96];
-  snprintf(what, sizeof what, "swiglu W=%lld T=%lld %s", (long long)W, (long long)T,
-           prec ? "f64" : "f32");
+  snprintf(what, sizeof what, "swiglu W=%lld T=%lld %s %s", (long long)W, (long long)T,
+           prec ? "f64" : "f32", cpu_simd_name(simd));
   if (prec == CPU_PRECISION_F64) kct_assert_rounded(what, y, ref, W, T, 0.0);
   else kct_assert_close(what, y, ref, W, T, 1e-6);
   /* in place into the gate */
@@ -141,25 +142,40 @@ static void check_swiglu(cpu_precision prec, int64_t W, int64_t T, uint64_t seed
   kct_ctx_close(&ctx);
 }
 
+static void check_swiglu(cpu_precision prec, int64_t W, int64_t T, uint64_t seed) {
+  check_swiglu_simd(prec, CPU_SIMD_PORTABLE, W, T, seed);
+  if (cpu_simd_detect() == CPU_SIMD_AVX2) check_swiglu_simd(prec, CPU_SIMD_AVX2, W, T, seed);
+}
+
 /* Far from 0: e^200 overflows f32, and silu(-200) must come out as the
- * limit -0, not NaN; silu(200) is 200. */
+ * limit -0, not NaN; silu(200) is 200. Twelve values, so the AVX2 code
+ * meets them both in its 8-wide part and in its tail. */
 static void test_swiglu_extremes(void **state) {
-  for (int p = 0; p < 2; p++) {
-    cpu_ctx ctx;
-    kct_ctx_open(&ctx, 1, (cpu_precision)p);
-    float a[4] = {-200.0f, 200.0f, 0.0f, -1e30f}, b[4] = {3.0f, 3.0f, 3.0f, 3.0f}, y[4];
-    kiln_tensor ta = kct_tensor(0, KILN_TYPE_F32, KILN_ROLE_ACTIVATION, 4, 1, "gate");
-    kiln_tensor tb = kct_tensor(1, KILN_TYPE_F32, KILN_ROLE_ACTIVATION, 4, 1, "up");
-    kiln_tensor ty = kct_tensor(2, KILN_TYPE_F32, KILN_ROLE_ACTIVATION, 4, 1, "y");
-    kiln_node node = kct_node(KILN_OP_SWIGLU, "blk.0.ffn_swiglu", &ta, &tb, NULL, &ty);
-    kct_run_ok(&ctx, &node, a, b, NULL, y, 1, 0);
-    for (int i = 0; i < 4; i++) assert_false(isnan(y[i]));
-    assert_true(y[0] == 0.0f && signbit(y[0]));
-    assert_float_equal(y[1], 600.0f, 0.0);
-    assert_true(y[2] == 0.0f);
-    assert_true(y[3] == 0.0f);
-    kct_ctx_close(&ctx);
-  }
+  for (int p = 0; p < 2; p++)
+    for (int simd = 0; simd <= (cpu_simd_detect() == CPU_SIMD_AVX2); simd++) {
+      cpu_ctx ctx;
+      kct_ctx_open(&ctx, 1, (cpu_precision)p);
+      ctx.simd = (cpu_simd)simd;
+      float a[12], b[12], y[12];
+      for (int i = 0; i < 12; i++) {
+        static const float v[4] = {-200.0f, 200.0f, 0.0f, -1e30f};
+        a[i] = v[i % 4];
+        b[i] = 3.0f;
+      }
+      kiln_tensor ta = kct_tensor(0, KILN_TYPE_F32, KILN_ROLE_ACTIVATION, 12, 1, "gate");
+      kiln_tensor tb = kct_tensor(1, KILN_TYPE_F32, KILN_ROLE_ACTIVATION, 12, 1, "up");
+      kiln_tensor ty = kct_tensor(2, KILN_TYPE_F32, KILN_ROLE_ACTIVATION, 12, 1, "y");
+      kiln_node node = kct_node(KILN_OP_SWIGLU, "blk.0.ffn_swiglu", &ta, &tb, NULL, &ty);
+      kct_run_ok(&ctx, &node, a, b, NULL, y, 1, 0);
+      for (int i = 0; i < 12; i += 4) {
+        for (int j = 0; j < 4; j++) assert_false(isnan(y[i + j]));
+        assert_true(y[i] == 0.0f && signbit(y[i]));
+        assert_float_equal(y[i + 1], 600.0f, 0.0);
+        assert_true(y[i + 2] == 0.0f);
+        assert_true(y[i + 3] == 0.0f);
+      }
+      kct_ctx_close(&ctx);
+    }
 }
 
 static void test_swiglu(void **state) {
@@ -200,6 +216,59 @@ static void test_add(void **state) {
     free(y);
     free(b);
     free(a);
+    kct_ctx_close(&ctx);
+  }
+}
+
+/* GET_COLUMNS copies the chosen columns exactly, in the order asked, in
+ * both precisions; an id outside src0's columns is an error that leaves dst
+ * alone; the ids must be an I32 INPUT. */
+static void test_get_columns(void **state) {
+  for (int p = 0; p < 2; p++) {
+    cpu_ctx ctx;
+    kct_ctx_open(&ctx, 2, (cpu_precision)p);
+    const int64_t W = 896, cap = 6;
+    kct_rng rng = kct_rng_new(1200);
+    float *x = kct_alloc((size_t)(W * cap) * 4), *y = kct_alloc((size_t)(W * cap) * 4);
+    kct_fill(&rng, x, W * cap, -3, 3);
+    for (int64_t i = 0; i < W * cap; i++) y[i] = 777.0f;
+    int32_t ids[6] = {5, 0, 5, 2, -1, 99}; /* entries past the step are never read */
+    kiln_tensor tx = kct_tensor(0, KILN_TYPE_F32, KILN_ROLE_ACTIVATION, W, cap, "blk.23.ffn_residual");
+    kiln_tensor ti = kct_tensor(1, KILN_TYPE_I32, KILN_ROLE_INPUT, cap, 1, "out_ids");
+    ti.n_dims = 1;
+    kiln_tensor ty = kct_tensor(2, KILN_TYPE_F32, KILN_ROLE_ACTIVATION, W, cap, "out_columns");
+    kiln_node node = kct_node(KILN_OP_GET_COLUMNS, "out_columns", &tx, &ti, NULL, &ty);
+    KT_ASSERT_OK(cpu_node_validate(&ctx, &node));
+    kct_run_ok(&ctx, &node, x, ids, NULL, y, 4, 0);
+    for (int t = 0; t < 4; t++)
+      assert_memory_equal(y + t * W, x + ids[t] * W, (size_t)W * sizeof(float));
+    for (int64_t i = 4 * W; i < W * cap; i++) assert_true(y[i] == 777.0f);
+    /* a column past src0's capacity, or negative: named, dst untouched */
+    float *before = kct_alloc((size_t)(W * cap) * 4);
+    memcpy(before, y, (size_t)(W * cap) * 4);
+    KT_ASSERT_ERR(kct_run(&ctx, &node, x, ids, NULL, y, 5, 0), KILN_STATUS_OUT_OF_RANGE,
+                  "column id -1 (entry 4)");
+    KT_ASSERT_ERR(kct_run(&ctx, &node, x, ids + 5, NULL, y, 1, 0), KILN_STATUS_OUT_OF_RANGE,
+                  "column id 99");
+    assert_memory_equal(y, before, (size_t)(W * cap) * 4);
+    /* more entries than the ids hold */
+    KT_ASSERT_ERR(kct_run(&ctx, &node, x, ids, NULL, y, 7, 0), KILN_STATUS_OUT_OF_RANGE,
+                  "column ids src1");
+    /* ids that are not an I32 INPUT; widths that differ; dst over src0 */
+    ti.role = KILN_ROLE_ACTIVATION;
+    KT_ASSERT_ERR(cpu_node_validate(&ctx, &node), KILN_STATUS_INVALID_ARGUMENT, "I32 INPUT");
+    ti.role = KILN_ROLE_INPUT;
+    ti.type = KILN_TYPE_F32;
+    KT_ASSERT_ERR(cpu_node_supports(&ctx, &node), KILN_STATUS_UNSUPPORTED, "column ids src1");
+    ti.type = KILN_TYPE_I32;
+    ty.ne[0] = W - 1;
+    KT_ASSERT_ERR(cpu_node_validate(&ctx, &node), KILN_STATUS_INVALID_ARGUMENT, "width");
+    ty.ne[0] = W;
+    KT_ASSERT_ERR(kct_run(&ctx, &node, x, ids, NULL, x, 1, 0), KILN_STATUS_INVALID_ARGUMENT,
+                  "overlaps");
+    free(before);
+    free(y);
+    free(x);
     kct_ctx_close(&ctx);
   }
 }
@@ -259,6 +328,7 @@ int main(void) {
       cmocka_unit_test(test_swiglu),
       cmocka_unit_test(test_swiglu_extremes),
       cmocka_unit_test(test_add),
+      cmocka_unit_test(test_get_columns),
       cmocka_unit_test(test_generic_checks),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

@@ -65,14 +65,29 @@ static void test_entry_and_config_keys(void **state) {
   kiln_plugin *p;
   KT_ASSERT_OK(kiln_plugin_load(path, &p));
   const kiln_backend_ops *e = kiln_plugin_entry(p);
-  assert_int_equal(e->n_config_keys, 2);
-  const kiln_config_key *threads = NULL, *precision = NULL;
+  assert_int_equal(e->n_config_keys, 5);
+  const kiln_config_key *threads = NULL, *precision = NULL, *spin = NULL, *simd = NULL,
+                        *matvec = NULL;
   for (uint32_t i = 0; i < e->n_config_keys; i++) {
     if (!strcmp(e->config_keys[i].name, "threads")) threads = &e->config_keys[i];
     if (!strcmp(e->config_keys[i].name, "precision")) precision = &e->config_keys[i];
+    if (!strcmp(e->config_keys[i].name, "spin_us")) spin = &e->config_keys[i];
+    if (!strcmp(e->config_keys[i].name, "simd")) simd = &e->config_keys[i];
+    if (!strcmp(e->config_keys[i].name, "matvec")) matvec = &e->config_keys[i];
   }
+  assert_non_null(matvec);
+  assert_string_equal(matvec->choices, "int16|f32");
+  assert_string_equal(matvec->default_value, "int16");
+  assert_non_null(simd);
+  assert_int_equal(simd->type, KILN_CONFIG_ENUM);
+  assert_string_equal(simd->choices, "auto|avx2|portable");
+  assert_string_equal(simd->default_value, "auto");
   assert_non_null(threads);
   assert_non_null(precision);
+  assert_non_null(spin);
+  assert_int_equal(spin->type, KILN_CONFIG_INT);
+  assert_string_equal(spin->default_value, "200");
+  assert_true(spin->min == 0 && spin->max == 100000);
   assert_int_equal(threads->type, KILN_CONFIG_INT);
   assert_string_equal(threads->default_value, "0");
   assert_true(threads->min == 0 && threads->max == 1024);
@@ -99,6 +114,13 @@ static void test_entry_and_config_keys(void **state) {
   KT_ASSERT_OK(kiln_config_new(&c));
   KT_ASSERT_OK(kiln_backend_declare_config(p, c));
   st = kiln_config_set(c, "cpu", "threads", "1025", "test");
+  if (!st) st = kiln_config_validate(c, false);
+  assert_non_null(st);
+  kiln_status_free(st);
+  kiln_config_free(c);
+  KT_ASSERT_OK(kiln_config_new(&c));
+  KT_ASSERT_OK(kiln_backend_declare_config(p, c));
+  st = kiln_config_set(c, "cpu", "spin_us", "-1", "test");
   if (!st) st = kiln_config_validate(c, false);
   assert_non_null(st);
   kiln_status_free(st);

@@ -1,4 +1,5 @@
-/* cpu backend, threads: the pool really runs work on several threads, and
+/* cpu backend, threads: the pool really runs work on several threads, its
+ * idle workers block instead of spinning, it loses no job, and
  * every threaded op gives bit-identical results with 1 and 4 threads, in
  * both precisions (threads split outputs, never a reduction). */
 #include "config.h"
@@ -12,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <cmocka.h>
 
@@ -23,6 +25,8 @@ typedef struct seen {
   pthread_t who[8];
   int calls[8];
   int nth[8];
+  int arrived; /* tasks started (atomic) */
+  bool wait;   /* each task waits (up to 5 s) until every task has started */
 } seen;
 
 static void record(void *arg, int ith, int nth) {
@@ -30,8 +34,17 @@ static void record(void *arg, int ith, int nth) {
   s->who[ith] = pthread_self();
   s->calls[ith]++;
   s->nth[ith] = nth;
+  __atomic_fetch_add(&s->arrived, 1, __ATOMIC_SEQ_CST);
+  if (!s->wait) return;
+  for (int i = 0; i < 5000000 && __atomic_load_n(&s->arrived, __ATOMIC_SEQ_CST) < nth; i++) {
+    struct timespec ts = {0, 1000};
+    nanosleep(&ts, NULL);
+  }
 }
 
+/* Every task runs once with the right count; tasks that must overlap in
+ * time (each waits for all to start) run on that many distinct threads, so
+ * the pool really is parallel; fewer tasks than threads run only those. */
 static void test_pool(void **state) {
   cpu_pool *pool;
   assert_int_equal(cpu_pool_create(4, &pool), 0);
@@ -39,17 +52,23 @@ static void test_pool(void **state) {
   for (int round = 0; round < 50; round++) {
     seen s;
     memset(&s, 0, sizeof s);
+    s.wait = round % 10 == 0;
     cpu_pool_run(pool, 100, record, &s);
     for (int i = 0; i < 4; i++) {
       assert_int_equal(s.calls[i], 1);
       assert_int_equal(s.nth[i], 4);
-      for (int j = 0; j < i; j++) assert_false(pthread_equal(s.who[i], s.who[j]));
     }
-    assert_true(pthread_equal(s.who[0], pthread_self())); /* the caller is worker 0 */
+    if (s.wait) {
+      assert_int_equal(s.arrived, 4);
+      for (int i = 0; i < 4; i++)
+        for (int j = 0; j < i; j++) assert_false(pthread_equal(s.who[i], s.who[j]));
+    }
     /* fewer tasks than workers: only those run */
     memset(&s, 0, sizeof s);
     cpu_pool_run(pool, 2, record, &s);
     assert_int_equal(s.calls[0] + s.calls[1] + s.calls[2] + s.calls[3], 2);
+    assert_int_equal(s.calls[0], 1);
+    assert_int_equal(s.calls[1], 1);
     assert_int_equal(s.nth[1], 2);
   }
   assert_int_equal(cpu_pool_reserve(pool, 1000), 0);
@@ -61,6 +80,42 @@ static void test_pool(void **state) {
   cpu_pool_destroy(pool);
   assert_int_not_equal(cpu_pool_create(0, &pool), 0);
   assert_null(pool);
+}
+
+static void count_calls(void *arg, int ith, int nth) {
+  (void)nth;
+  __atomic_fetch_add((int *)arg + ith, 1, __ATOMIC_RELAXED);
+}
+
+/* Waits up to 10 s for every worker of the pool to block; how many did. */
+static int wait_for_sleepers(cpu_pool *pool) {
+  for (int i = 0; i < 10000 && cpu_pool_sleepers(pool) < cpu_pool_size(pool) - 1; i++) {
+    struct timespec ts = {0, 1000000};
+    nanosleep(&ts, NULL);
+  }
+  return cpu_pool_sleepers(pool);
+}
+
+/* Idle workers stop polling and block once the spin time has passed, and
+ * wake for the next job; with spin 0 they block at once; thousands of
+ * back-to-back jobs (what a decode step is) lose none. */
+static void test_pool_sleeps_when_idle(void **state) {
+  for (int spin = 0; spin < 2; spin++) {
+    cpu_pool *pool;
+    assert_int_equal(cpu_pool_create(3, &pool), 0);
+    cpu_pool_set_spin(pool, spin ? 2000 : 0);
+    int calls[3] = {0};
+    cpu_pool_run(pool, 3, count_calls, calls);
+    assert_int_equal(wait_for_sleepers(pool), 2);
+    /* asleep: the next job still runs on every worker */
+    cpu_pool_run(pool, 3, count_calls, calls);
+    for (int i = 0; i < 3; i++) assert_int_equal(calls[i], 2);
+    for (int r = 0; r < 20000; r++) cpu_pool_run(pool, r % 3 + 1, count_calls, calls);
+    int total = calls[0] + calls[1] + calls[2];
+    assert_int_equal(total, 6 + 20000 / 3 * (1 + 2 + 3) + 1 + 2 /* r = 19998, 19999 */);
+    assert_int_equal(wait_for_sleepers(pool), 2);
+    cpu_pool_destroy(pool);
+  }
 }
 
 /* The ops below are sized well past CPU_MIN_TASK_WORK * 4 so that 4 threads
@@ -104,10 +159,15 @@ static void test_ops_bitwise(void **state) {
   kct_ctx_open(&probe, 4, CPU_PRECISION_F32);
   kct_rng rng = kct_rng_new(1200);
 
-  /* MUL_MAT, a quantized and a plain weight */
-  for (int q = 0; q < 2; q++) {
-    kiln_type wt = q ? KILN_TYPE_Q4_K : KILN_TYPE_F32;
-    const int64_t K = 1024, N = 300, T = q ? 7 : 1;
+  /* MUL_MAT: plain and quantized weights, on the dot kernels (f32 and
+   * int16 columns) and the GEMM */
+  static const struct {
+    kiln_type type;
+    int64_t T;
+  } mm_cases[] = {{KILN_TYPE_F32, 1}, {KILN_TYPE_Q4_K, 7}, {KILN_TYPE_Q5_0, 1}, {KILN_TYPE_Q6_K, 3}};
+  for (size_t q = 0; q < sizeof mm_cases / sizeof mm_cases[0]; q++) {
+    kiln_type wt = mm_cases[q].type;
+    const int64_t K = 1024, N = 300, T = mm_cases[q].T;
     float *w = kct_alloc((size_t)(K * N) * 4), *x = kct_alloc((size_t)(K * T) * 4);
     float *b = kct_alloc((size_t)N * 4);
     kct_fill(&rng, w, K * N, -1, 1);
@@ -220,6 +280,7 @@ static void test_ops_bitwise(void **state) {
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_pool),
+      cmocka_unit_test(test_pool_sleeps_when_idle),
       cmocka_unit_test(test_ops_bitwise),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

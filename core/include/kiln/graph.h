@@ -135,7 +135,15 @@ typedef enum kiln_op {
    * torch_chunk_gated_delta_rule). A step at pos0 = 0 starts from S = 0;
    * src2 holds the state after the step's last token. */
   KILN_OP_GATED_DELTA_NET = 12,
-  KILN_OP_COUNT = 13
+  /* dst[W,T] column t = column src1[t] of src0 [W, capacity] (an F32
+   * activation written by an earlier step of the same eval); src1 is an I32
+   * INPUT [capacity] of column indices, each in [0, src0->ne[1]). The output
+   * head starts with it, so the output norm and the logits are computed only
+   * for the positions whose logits are read (the last prompt token in
+   * `kiln run`, every token for parity); ggml_get_rows on an activation, as
+   * llama.cpp's inp_out_ids does. */
+  KILN_OP_GET_COLUMNS = 13,
+  KILN_OP_COUNT = 14
 } kiln_op;
 
 typedef enum kiln_rope_mode {
@@ -233,6 +241,7 @@ static inline const char *kiln_op_name(kiln_op op) {
   case KILN_OP_SSM_CONV: return "ssm_conv";
   case KILN_OP_GDN_GATE: return "gdn_gate";
   case KILN_OP_GATED_DELTA_NET: return "gated_delta_net";
+  case KILN_OP_GET_COLUMNS: return "get_columns";
   default: return "?";
   }
 }

@@ -103,7 +103,8 @@ void kiln_hparams_print(const kiln_hparams *hp, FILE *out);
 
 /* The decoder as a graph of kiln_nodes (kiln/graph.h), for batches of up to
  * `batch` tokens and a KV cache of n_ctx positions. Node names follow the
- * GGUF tensor names: "blk.3.attn_norm", "blk.3.q_norm", "output_norm",
+ * GGUF tensor names: "blk.3.attn_norm", "blk.3.q_norm", then the output
+ * head "out_columns" (the columns whose logits are read), "output_norm",
  * "logits"; qwen35's recurrent blocks add "blk.0.ssm_conv",
  * "blk.0.gated_delta_net", "blk.0.ssm_norm", and own RECURRENT tensors
  * "blk.0.conv_state" and "blk.0.ssm_state" in place of a KV cache. */
@@ -127,7 +128,9 @@ uint32_t kiln_graph_n_tensors(const kiln_graph *g);
 const kiln_tensor *kiln_graph_tensor(const kiln_graph *g, uint32_t id);
 uint32_t kiln_graph_n_nodes(const kiln_graph *g);
 const kiln_node *kiln_graph_node(const kiln_graph *g, uint32_t i);
-/* The INPUT tensor of token ids (I32 [batch]) and the logits ([n_vocab, batch]). */
+/* The INPUT tensor of token ids (I32 [batch]) and the logits ([n_vocab,
+ * batch]: column i holds the logits of the i-th output column a step asked
+ * for, kiln/plan.h's kiln_plan_step_outputs()). */
 const kiln_tensor *kiln_graph_tokens(const kiln_graph *g);
 const kiln_tensor *kiln_graph_logits(const kiln_graph *g);
 int32_t kiln_graph_batch(const kiln_graph *g);

@@ -58,14 +58,33 @@ void kiln_plan_free(kiln_plan *p);
  * once; kiln_plan_step() calls it if it has not run. Errors name the node. */
 kiln_status kiln_plan_preload(kiln_plan *p);
 
-/* Runs the whole graph for tokens[0..n) at positions pos0..pos0+n-1.
- * n <= the graph's batch and pos0 + n <= n_ctx (KILN_STATUS_OUT_OF_RANGE
- * otherwise). Positions before pos0 must have been run already: their K
- * and V are read from the cache. A graph with recurrent layers (RECURRENT
- * tensors) holds the memory of every position before the next one, so a
- * step there must start at 0 (a new sequence) or exactly where the last
- * successful step ended; anything else is KILN_STATUS_INVALID_ARGUMENT. */
+/* Runs the graph's body for tokens[0..n) at positions pos0..pos0+n-1,
+ * then its output head (output norm and logits) for the n_out step columns
+ * out_cols[0..n_out), each in [0, n): column i of kiln_graph_logits() then
+ * holds the logits of token out_cols[i]. n_out = 0 skips the head (a
+ * prompt's earlier micro-batches), n_out = 1 with {n-1} computes the last
+ * token's only (`kiln run`, decode), all n columns are for parity and
+ * perplexity. The head runs as a step of n_out tokens at position pos0 +
+ * out_cols[0]: an observer sees its nodes with that count and position.
+ * n <= the graph's batch and pos0 + n <= n_ctx, and a column outside [0,
+ * n) is KILN_STATUS_OUT_OF_RANGE; n_out outside [0, n] is
+ * KILN_STATUS_INVALID_ARGUMENT. Positions before pos0 must have been run
+ * already: their K and V are read from the cache. A graph with recurrent
+ * layers (RECURRENT tensors) holds the memory of every position before the
+ * next one, so a step there must start at 0 (a new sequence) or exactly
+ * where the last step's body ended; anything else is
+ * KILN_STATUS_INVALID_ARGUMENT. A graph without a head
+ * (kiln_plan_has_head() false) computes its logits in the body, for every
+ * column, whatever out_cols says. */
+kiln_status kiln_plan_step_outputs(kiln_plan *p, const int32_t *tokens, int32_t n, int32_t pos0,
+                                   const int32_t *out_cols, int32_t n_out);
+
+/* kiln_plan_step_outputs() with the logits of every token (out_cols = 0..n-1). */
 kiln_status kiln_plan_step(kiln_plan *p, const int32_t *tokens, int32_t n, int32_t pos0);
+
+/* Whether the graph has a separate output head (kiln_plan_step_outputs()):
+ * every graph kiln's builders make has one. */
+bool kiln_plan_has_head(const kiln_plan *p);
 
 /* Copies columns col0..col0+n_cols-1 of F32 tensor t (an activation of the
  * last step, or a KV cache) to out ([ne0, n_cols], ne0 first). */

@@ -25,8 +25,10 @@ struct kiln_plan {
   uint8_t *node_backend;     /* per node */
   void **bufs[MAX_BACKENDS]; /* per backend, per tensor id */
   uint32_t *valid;           /* per tensor: bit b = backend b holds the current contents */
+  uint64_t *live;            /* per tensor: bytes its last writer wrote (what a copy moves) */
   segment *segments;
   uint32_t n_segments;
+  uint32_t head_segment; /* segments [head_segment, n_segments) are the output head */
   kiln_fallback *fallbacks;
   uint32_t n_fallbacks;
   bool prepared;
@@ -144,15 +146,21 @@ static kiln_status allocate(kiln_plan *p) {
   return st;
 }
 
+/* Runs of consecutive nodes on one backend; the output head starts a
+ * segment of its own, since it runs as a step of its own. */
 static kiln_status make_segments(kiln_plan *p) {
   const kiln_graph *g = p->g;
+  const uint32_t head = g->out_ids ? g->head_first : g->n_nodes;
   p->segments = calloc(g->n_nodes ? g->n_nodes : 1, sizeof *p->segments);
   if (!p->segments) return kiln_status_new(KILN_STATUS_NO_MEMORY, "plan segments");
+  p->head_segment = 0;
   for (uint32_t i = 0; i < g->n_nodes; i++) {
+    if (i == head) p->head_segment = p->n_segments;
     segment *last = p->n_segments ? &p->segments[p->n_segments - 1] : NULL;
-    if (last && last->backend == p->node_backend[i]) last->count++;
+    if (last && i != head && last->backend == p->node_backend[i]) last->count++;
     else p->segments[p->n_segments++] = (segment){p->node_backend[i], i, 1};
   }
+  if (head == g->n_nodes) p->head_segment = p->n_segments;
   return NULL;
 }
 
@@ -165,10 +173,11 @@ kiln_status kiln_plan_create(const kiln_graph *g, kiln_plugin_registry *r, const
   p->rec_pos = -2;
   p->node_backend = calloc(g->n_nodes ? g->n_nodes : 1, 1);
   p->valid = calloc(g->n_tensors ? g->n_tensors : 1, sizeof *p->valid);
+  p->live = calloc(g->n_tensors ? g->n_tensors : 1, sizeof *p->live);
   p->fallbacks = calloc(g->n_nodes ? g->n_nodes : 1, sizeof *p->fallbacks);
   p->node_ptrs = calloc(g->n_nodes ? g->n_nodes : 1, sizeof *p->node_ptrs);
   kiln_status st = NULL;
-  if (!p->node_backend || !p->valid || !p->fallbacks || !p->node_ptrs)
+  if (!p->node_backend || !p->valid || !p->live || !p->fallbacks || !p->node_ptrs)
     st = kiln_status_new(KILN_STATUS_NO_MEMORY, "plan");
   for (uint32_t i = 0; !st && i < g->n_nodes; i++) p->node_ptrs[i] = g->nodes[i];
   uint32_t primary;
@@ -203,6 +212,7 @@ void kiln_plan_free(kiln_plan *p) {
   free(p->fallbacks);
   free(p->node_backend);
   free(p->valid);
+  free(p->live);
   free(p->segments);
   free(p->node_ptrs);
   free(p->observer_buf);
@@ -237,15 +247,17 @@ static uint64_t live_bytes(const kiln_tensor *t, int32_t n, int32_t pos0) {
   return t->nbytes;
 }
 
-/* Makes backend b's copy of t current, copying from a backend that has it. */
-static kiln_status ensure_valid(kiln_plan *p, const kiln_tensor *t, uint32_t b, int32_t n, int32_t pos0) {
+/* Makes backend b's copy of t current, copying from a backend that has it
+ * the bytes its last writer wrote: the output head reads columns a body
+ * step of more tokens wrote. */
+static kiln_status ensure_valid(kiln_plan *p, const kiln_tensor *t, uint32_t b) {
   uint32_t v = p->valid[t->id];
   if (v & (1u << b)) return NULL;
   if (!v)
     return kiln_status_new(KILN_STATUS_INTERNAL, "tensor %s is read before any node wrote it", t->name);
   uint32_t from = (uint32_t)__builtin_ctz(v);
   kiln_backend *src = p->backends[from], *dst = p->backends[b];
-  uint64_t bytes = live_bytes(t, n, pos0);
+  uint64_t bytes = p->live[t->id];
   void *tmp = malloc(bytes ? bytes : 1);
   if (!tmp) return kiln_status_new(KILN_STATUS_NO_MEMORY, "copying %s between backends", t->name);
   kiln_status st = src->ops->sync(src->ctx);
@@ -280,12 +292,16 @@ static kiln_status run_nodes(kiln_plan *p, uint32_t b, uint32_t first, uint32_t 
   for (uint32_t i = first; i < first + count; i++) {
     const kiln_node *nd = p->g->nodes[i];
     for (int s = 0; s < KILN_MAX_SRC && nd->src[s]; s++)
-      KILN_RETURN_IF_ERROR(ensure_valid(p, nd->src[s], b, n, pos0));
-    if (node_reads_dst(nd)) KILN_RETURN_IF_ERROR(ensure_valid(p, nd->dst, b, n, pos0));
+      KILN_RETURN_IF_ERROR(ensure_valid(p, nd->src[s], b));
+    if (node_reads_dst(nd)) KILN_RETURN_IF_ERROR(ensure_valid(p, nd->dst, b));
     p->valid[nd->dst->id] = 1u << b;
+    p->live[nd->dst->id] = live_bytes(nd->dst, n, pos0);
     /* A recurrent state the node updates in place is now this backend's. */
     int state = kiln_op_state_src(nd->op);
-    if (state >= 0 && nd->src[state]) p->valid[nd->src[state]->id] = 1u << b;
+    if (state >= 0 && nd->src[state]) {
+      p->valid[nd->src[state]->id] = 1u << b;
+      p->live[nd->src[state]->id] = live_bytes(nd->src[state], n, pos0);
+    }
   }
   kiln_step step = {&p->node_ptrs[first], count, n, pos0, p->bufs[b]};
   kiln_status st = be->ops->run(be->ctx, &step);
@@ -293,13 +309,49 @@ static kiln_status run_nodes(kiln_plan *p, uint32_t b, uint32_t first, uint32_t 
   return NULL;
 }
 
-kiln_status kiln_plan_step(kiln_plan *p, const int32_t *tokens, int32_t n, int32_t pos0) {
+/* Uploads n ids to INPUT tensor t on every backend that holds it. */
+static kiln_status upload_input(kiln_plan *p, const kiln_tensor *t, const int32_t *ids, int32_t n) {
+  p->valid[t->id] = 0;
+  for (uint32_t b = 0; b < p->n_backends; b++) {
+    if (!p->bufs[b][t->id]) continue;
+    kiln_backend *be = p->backends[b];
+    KILN_RETURN_IF_ERROR(be->ops->buffer_upload(be->ctx, p->bufs[b][t->id], 0, ids, (uint64_t)n * sizeof(int32_t)));
+    p->valid[t->id] |= 1u << b;
+  }
+  p->live[t->id] = (uint64_t)n * sizeof(int32_t);
+  return NULL;
+}
+
+/* Segments [s0, s1) as a step of n tokens at pos0. */
+static kiln_status run_segments(kiln_plan *p, uint32_t s0, uint32_t s1, int32_t n, int32_t pos0) {
+  for (uint32_t s = s0; s < s1; s++) {
+    const segment *sg = &p->segments[s];
+    if (!p->observer) {
+      KILN_RETURN_IF_ERROR(run_nodes(p, sg->backend, sg->first, sg->count, n, pos0));
+      continue;
+    }
+    for (uint32_t i = sg->first; i < sg->first + sg->count; i++) {
+      KILN_RETURN_IF_ERROR(run_nodes(p, sg->backend, i, 1, n, pos0));
+      KILN_RETURN_IF_ERROR(observe(p, p->g->nodes[i], sg->backend, n, pos0));
+    }
+  }
+  return NULL;
+}
+
+kiln_status kiln_plan_step_outputs(kiln_plan *p, const int32_t *tokens, int32_t n, int32_t pos0,
+                                   const int32_t *out_cols, int32_t n_out) {
   const kiln_graph *g = p->g;
   if (n < 1 || n > g->batch || pos0 < 0 || pos0 > g->n_ctx - n)
     return kiln_status_new(KILN_STATUS_OUT_OF_RANGE,
                            "step of %d tokens at position %d: the plan holds batches of 1..%d tokens "
                            "and %d positions",
                            n, pos0, g->batch, g->n_ctx);
+  if (n_out < 0 || n_out > n || (n_out && !out_cols))
+    return kiln_status_new(KILN_STATUS_INVALID_ARGUMENT, "step of %d tokens asks for %d output columns", n, n_out);
+  for (int32_t i = 0; i < n_out; i++)
+    if (out_cols[i] < 0 || out_cols[i] >= n)
+      return kiln_status_new(KILN_STATUS_OUT_OF_RANGE, "output column %d (entry %d) is not one of the step's %d",
+                             out_cols[i], i, n);
   KILN_RETURN_IF_ERROR(kiln_plan_preload(p));
   /* A recurrent state is the memory of every position before it: a step
    * continues where the last one ended, or starts a sequence at 0. */
@@ -309,29 +361,27 @@ kiln_status kiln_plan_step(kiln_plan *p, const int32_t *tokens, int32_t n, int32
                            "continue at the next position or restart the sequence at 0",
                            pos0, p->rec_pos < 0 ? "was lost by a failed step" : "is further");
   if (p->rec_pos != -2) p->rec_pos = -1;
-  const kiln_tensor *tok = g->tokens;
-  p->valid[tok->id] = 0;
-  for (uint32_t b = 0; b < p->n_backends; b++) {
-    if (!p->bufs[b][tok->id]) continue;
-    kiln_backend *be = p->backends[b];
-    KILN_RETURN_IF_ERROR(be->ops->buffer_upload(be->ctx, p->bufs[b][tok->id], 0, tokens,
-                                                (uint64_t)n * sizeof(int32_t)));
-    p->valid[tok->id] |= 1u << b;
-  }
-  for (uint32_t s = 0; s < p->n_segments; s++) {
-    const segment *sg = &p->segments[s];
-    if (!p->observer) {
-      KILN_RETURN_IF_ERROR(run_nodes(p, sg->backend, sg->first, sg->count, n, pos0));
-      continue;
-    }
-    for (uint32_t i = sg->first; i < sg->first + sg->count; i++) {
-      KILN_RETURN_IF_ERROR(run_nodes(p, sg->backend, i, 1, n, pos0));
-      KILN_RETURN_IF_ERROR(observe(p, g->nodes[i], sg->backend, n, pos0));
-    }
-  }
+  KILN_RETURN_IF_ERROR(upload_input(p, g->tokens, tokens, n));
+  KILN_RETURN_IF_ERROR(run_segments(p, 0, p->head_segment, n, pos0));
+  /* The body has moved the recurrent state on, whatever the head does. */
   if (p->rec_pos != -2) p->rec_pos = pos0 + n;
-  return NULL;
+  /* A graph without a head computed its logits in the body, for every column. */
+  if (!g->out_ids || n_out == 0) return NULL;
+  KILN_RETURN_IF_ERROR(upload_input(p, g->out_ids, out_cols, n_out));
+  return run_segments(p, p->head_segment, p->n_segments, n_out, pos0 + out_cols[0]);
 }
+
+kiln_status kiln_plan_step(kiln_plan *p, const int32_t *tokens, int32_t n, int32_t pos0) {
+  if (n < 1 || n > p->g->batch) return kiln_plan_step_outputs(p, tokens, n, pos0, NULL, 0); /* its error */
+  int32_t *cols = malloc((size_t)n * sizeof *cols);
+  if (!cols) return kiln_status_new(KILN_STATUS_NO_MEMORY, "output columns");
+  for (int32_t i = 0; i < n; i++) cols[i] = i;
+  kiln_status st = kiln_plan_step_outputs(p, tokens, n, pos0, cols, n);
+  free(cols);
+  return st;
+}
+
+bool kiln_plan_has_head(const kiln_plan *p) { return p->g->out_ids != NULL; }
 
 kiln_status kiln_plan_read(kiln_plan *p, const kiln_tensor *t, int32_t col0, int32_t n_cols, float *out) {
   if (t->type != KILN_TYPE_F32 || t->role == KILN_ROLE_WEIGHT || col0 < 0 || n_cols < 0 ||

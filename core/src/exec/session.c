@@ -147,21 +147,36 @@ kiln_status kiln_session_eval(kiln_session *s, const int32_t *ids, int32_t n, fl
       return kiln_status_new(KILN_STATUS_OUT_OF_RANGE, "token %d (at %d) is outside the vocabulary of %u",
                              ids[i], i, n_vocab);
   const kiln_tensor *logits = kiln_graph_logits(s->graph);
-  for (int32_t done = 0; done < n;) {
+  const bool head = kiln_plan_has_head(s->plan);
+  int32_t *cols = out_all_logits ? malloc((size_t)batch * sizeof *cols) : NULL;
+  if (out_all_logits && !cols) return kiln_status_new(KILN_STATUS_NO_MEMORY, "output columns");
+  for (int32_t i = 0; cols && i < batch; i++) cols[i] = i;
+  kiln_status st = NULL;
+  for (int32_t done = 0; !st && done < n;) {
     int32_t m = n - done < batch ? n - done : batch, pos0 = s->pos;
-    KILN_RETURN_IF_ERROR(kiln_plan_step(s->plan, ids + done, m, pos0));
+    const bool last = done + m == n;
+    /* The logits each micro-batch must produce: all of them, the last
+     * token's, or none (the output head is skipped). */
+    int32_t last_col = m - 1;
+    const int32_t *want = out_all_logits ? cols : last && out_logits ? &last_col : NULL;
+    int32_t n_want = out_all_logits ? m : want ? 1 : 0;
+    st = kiln_plan_step_outputs(s->plan, ids + done, m, pos0, want, n_want);
+    if (st) break;
     s->pos += m;
     s->steps++;
     if (out_all_logits) {
       float *all = out_all_logits + (size_t)done * n_vocab;
-      KILN_RETURN_IF_ERROR(kiln_plan_read(s->plan, logits, 0, m, all));
-      KILN_RETURN_IF_ERROR(check_logits(s, ids + done, m, pos0, all, m, 0));
+      st = kiln_plan_read(s->plan, logits, 0, m, all);
+      if (!st) st = check_logits(s, ids + done, m, pos0, all, m, 0);
+    }
+    /* Where the last token's logits are: the head's only column, or column
+     * m-1 when every column was computed (or the graph has no head). */
+    if (!st && last && out_logits) {
+      st = kiln_plan_read(s->plan, logits, head && !out_all_logits ? 0 : m - 1, 1, out_logits);
+      if (!st) st = check_logits(s, ids + done, m, pos0, out_logits, 1, m - 1);
     }
     done += m;
-    if (done == n && out_logits) {
-      KILN_RETURN_IF_ERROR(kiln_plan_read(s->plan, logits, m - 1, 1, out_logits));
-      KILN_RETURN_IF_ERROR(check_logits(s, ids + done - m, m, pos0, out_logits, 1, m - 1));
-    }
   }
-  return NULL;
+  free(cols);
+  return st;
 }

@@ -12,6 +12,11 @@ struct kiln_graph {
   uint32_t n_nodes, cap_nodes;
   const kiln_tensor *tokens, *logits;
   int32_t batch, n_ctx;
+  /* The output head (kiln__graph_add_head): nodes [head_first, n_nodes)
+   * run only for the columns named in out_ids (I32 INPUT [batch]). NULL
+   * out_ids: a builder without a head, whose logits cover every column. */
+  const kiln_tensor *out_ids;
+  uint32_t head_first;
 };
 
 /* A new tensor [ne0, ne1] owned by the graph; `data` is borrowed (a GGUF
@@ -25,5 +30,14 @@ kiln_status kiln__graph_add_tensor(kiln_graph *g, const char *name, kiln_type ty
 kiln_status kiln__graph_add_node(kiln_graph *g, kiln_op op, int32_t layer, const char *name, int64_t width,
                                  const kiln_tensor *dst_or_null, kiln_node **out_node, kiln_tensor **out_dst,
                                  int n_src, ...);
+
+/* The output head after the decoder body, whose last hidden state is x
+ * [H, batch]: GET_COLUMNS of the columns in a new INPUT "out_ids", the
+ * output RMSNorm (weight norm_w [H], ε eps), and the logits MUL_MAT by
+ * out_w [H, n_vocab]. Sets g->out_ids, g->head_first and g->logits, so the
+ * executor can skip the head, or run it for the last column only, when
+ * other logits are not read. KILN_STATUS_NO_MEMORY. */
+kiln_status kiln__graph_add_head(kiln_graph *g, kiln_tensor *x, const kiln_tensor *norm_w,
+                                 const kiln_tensor *out_w, float eps);
 
 #endif

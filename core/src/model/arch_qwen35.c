@@ -286,8 +286,7 @@ static kiln_status full_attention(blk *b, kiln_tensor *h, kiln_tensor **out) {
 static kiln_status build(kiln_graph *g, const kiln_model *m, float eps) {
   const kiln_hparams *hp = &m->hp;
   const int64_t E = hp->n_embd, F = hp->n_ff;
-  kiln_tensor *tokens, *emb, *x, *t, *h, *gate, *up, *w, *out_w, *logits;
-  kiln_node *nd;
+  kiln_tensor *tokens, *emb, *x, *t, *h, *gate, *up, *w, *out_w;
   KILN_RETURN_IF_ERROR(kiln__graph_add_tensor(g, "tokens", KILN_TYPE_I32, KILN_ROLE_INPUT, g->batch, 1, NULL, &tokens));
   tokens->n_dims = 1;
   g->tokens = tokens;
@@ -308,14 +307,9 @@ static kiln_status build(kiln_graph *g, const kiln_model *m, float eps) {
     KILN_RETURN_IF_ERROR(kiln__graph_add_node(g, KILN_OP_ADD, L, bname(&b, "ffn_residual"), E, NULL, NULL, &x, 2, x, t));
   }
   KILN_RETURN_IF_ERROR(bind(g, m, "output_norm.weight", &w));
-  KILN_RETURN_IF_ERROR(kiln__graph_add_node(g, KILN_OP_RMS_NORM, -1, "output_norm", E, NULL, &nd, &x, 2, x, w));
-  nd->p.rms_norm.eps = eps;
   if (hp->tied_output) out_w = emb; /* llama.cpp: output = token_embd when output.weight is absent */
   else KILN_RETURN_IF_ERROR(bind(g, m, "output.weight", &out_w));
-  KILN_RETURN_IF_ERROR(kiln__graph_add_node(g, KILN_OP_MUL_MAT, -1, "logits", hp->n_vocab, NULL, NULL, &logits, 2,
-                                            out_w, x));
-  g->logits = logits;
-  return NULL;
+  return kiln__graph_add_head(g, x, w, out_w, eps);
 }
 
 const kiln__arch kiln__arch_qwen35 = {

@@ -184,13 +184,9 @@ kiln_status kiln__decoder_build(kiln_graph *g, const kiln_model *m, float eps) {
   }
 #undef LNAME
 
-  kiln_tensor *w, *out_w, *logits;
+  kiln_tensor *w, *out_w;
   KILN_RETURN_IF_ERROR(weight(g, m, "output_norm.weight", &w));
-  KILN_RETURN_IF_ERROR(kiln__graph_add_node(g, KILN_OP_RMS_NORM, -1, "output_norm", hp->n_embd, NULL, &nd, &x, 2, x, w));
-  nd->p.rms_norm.eps = eps;
   if (hp->tied_output) out_w = emb; /* llama.cpp: output = token_embd when output.weight is absent */
   else KILN_RETURN_IF_ERROR(weight(g, m, "output.weight", &out_w));
-  KILN_RETURN_IF_ERROR(kiln__graph_add_node(g, KILN_OP_MUL_MAT, -1, "logits", hp->n_vocab, NULL, NULL, &logits, 2, out_w, x));
-  g->logits = logits;
-  return NULL;
+  return kiln__graph_add_head(g, x, w, out_w, eps);
 }

@@ -81,7 +81,12 @@ static kiln_status run_side(kiln_runtime *rt, const kiln_model *m, const int32_t
     snprintf(backend_name + w, name_cap - (size_t)w, "]");
   if (!st && o->per_op) {
     kiln_plan_set_observer(p, on_node, cap);
-    st = kiln_session_eval(s, ids, (int32_t)n, NULL, NULL);
+    /* Asking for every token's logits runs the output head on every
+     * position, so its nodes have a row per position like the rest. */
+    float *all = malloc((size_t)kiln_graph_logits(g)->ne[0] * n * sizeof(float));
+    st = all ? kiln_session_eval(s, ids, (int32_t)n, NULL, all)
+             : kiln_status_new(KILN_STATUS_NO_MEMORY, "parity logits");
+    free(all);
   } else if (!st) {
     const kiln_tensor *logits = kiln_graph_logits(g);
     uint32_t li = kiln_graph_n_nodes(g) - 1; /* the logits are the last node's output */
