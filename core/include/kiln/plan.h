@@ -82,6 +82,17 @@ kiln_status kiln_plan_step_outputs(kiln_plan *p, const int32_t *tokens, int32_t 
 /* kiln_plan_step_outputs() with the logits of every token (out_cols = 0..n-1). */
 kiln_status kiln_plan_step(kiln_plan *p, const int32_t *tokens, int32_t n, int32_t pos0);
 
+/* kiln_plan_step in three parts, for a caller that acts between nodes (the
+ * tensor-parallel emulator, kiln/tp.h, adds partial sums at its all-reduce
+ * points): begin checks the step as kiln_plan_step does and uploads the
+ * tokens (and, for the output head, every column); step_nodes runs nodes
+ * first..first+count-1 (call it over consecutive ranges, in order, until
+ * every node has run); end closes the step. A failed step_nodes ends the
+ * step. */
+kiln_status kiln_plan_step_begin(kiln_plan *p, const int32_t *tokens, int32_t n, int32_t pos0);
+kiln_status kiln_plan_step_nodes(kiln_plan *p, uint32_t first, uint32_t count);
+kiln_status kiln_plan_step_end(kiln_plan *p);
+
 /* Whether the graph has a separate output head (kiln_plan_step_outputs()):
  * every graph kiln's builders make has one. */
 bool kiln_plan_has_head(const kiln_plan *p);
@@ -89,6 +100,11 @@ bool kiln_plan_has_head(const kiln_plan *p);
 /* Copies columns col0..col0+n_cols-1 of F32 tensor t (an activation of the
  * last step, or a KV cache) to out ([ne0, n_cols], ne0 first). */
 kiln_status kiln_plan_read(kiln_plan *p, const kiln_tensor *t, int32_t col0, int32_t n_cols, float *out);
+
+/* Overwrites columns col0..col0+n_cols-1 of F32 tensor t (an activation
+ * computed in this step, or a KV cache) with in ([ne0, n_cols]), on the
+ * backend that holds it; later nodes read the new values. */
+kiln_status kiln_plan_write(kiln_plan *p, const kiln_tensor *t, int32_t col0, int32_t n_cols, const float *in);
 
 /* Called after every node when set: data is the node's output for this
  * step, [dst->ne0, n_tokens] (for STORE_KV: the cache columns it wrote).

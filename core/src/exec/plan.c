@@ -40,6 +40,10 @@ struct kiln_plan {
    * (the next step must start there, or at 0); -1 when a failed step left
    * them unknown; -2 without recurrent layers. */
   int32_t rec_pos;
+  /* The step begun by kiln_plan_step_begin: its tokens and first position;
+   * in_step until kiln_plan_step_end. */
+  bool in_step;
+  int32_t step_n, step_pos0;
 };
 
 static kiln_status open_backend(kiln_plan *p, kiln_plugin_registry *r, const kiln_config *c,
@@ -379,6 +383,85 @@ kiln_status kiln_plan_step(kiln_plan *p, const int32_t *tokens, int32_t n, int32
   kiln_status st = kiln_plan_step_outputs(p, tokens, n, pos0, cols, n);
   free(cols);
   return st;
+}
+
+kiln_status kiln_plan_step_begin(kiln_plan *p, const int32_t *tokens, int32_t n, int32_t pos0) {
+  const kiln_graph *g = p->g;
+  p->in_step = false;
+  if (n < 1 || n > g->batch || pos0 < 0 || pos0 > g->n_ctx - n)
+    return kiln_status_new(KILN_STATUS_OUT_OF_RANGE,
+                           "step of %d tokens at position %d: the plan holds batches of 1..%d tokens "
+                           "and %d positions",
+                           n, pos0, g->batch, g->n_ctx);
+  KILN_RETURN_IF_ERROR(kiln_plan_preload(p));
+  if (p->rec_pos != -2 && pos0 != 0 && pos0 != p->rec_pos)
+    return kiln_status_new(KILN_STATUS_INVALID_ARGUMENT,
+                           "step at position %d: the recurrent layers' state %s; a step must "
+                           "continue at the next position or restart the sequence at 0",
+                           pos0, p->rec_pos < 0 ? "was lost by a failed step" : "is further");
+  if (p->rec_pos != -2) p->rec_pos = -1;
+  KILN_RETURN_IF_ERROR(upload_input(p, g->tokens, tokens, n));
+  if (g->out_ids) { /* the head for every column: it runs as the body's step */
+    int32_t *cols = malloc((size_t)n * sizeof *cols);
+    if (!cols) return kiln_status_new(KILN_STATUS_NO_MEMORY, "output columns");
+    for (int32_t i = 0; i < n; i++) cols[i] = i;
+    kiln_status st = upload_input(p, g->out_ids, cols, n);
+    free(cols);
+    KILN_RETURN_IF_ERROR(st);
+  }
+  p->in_step = true;
+  p->step_n = n;
+  p->step_pos0 = pos0;
+  return NULL;
+}
+
+kiln_status kiln_plan_step_nodes(kiln_plan *p, uint32_t first, uint32_t count) {
+  const kiln_graph *g = p->g;
+  if (!p->in_step || first > g->n_nodes || count > g->n_nodes - first)
+    return kiln_status_new(KILN_STATUS_INVALID_ARGUMENT, "running %u nodes from %u of %u%s", count, first,
+                           g->n_nodes, p->in_step ? "" : " outside a step");
+  int32_t n = p->step_n, pos0 = p->step_pos0;
+  kiln_status st = NULL;
+  for (uint32_t s = 0; s < p->n_segments && !st; s++) {
+    const segment *sg = &p->segments[s];
+    uint32_t lo = sg->first > first ? sg->first : first;
+    uint32_t hi = sg->first + sg->count < first + count ? sg->first + sg->count : first + count;
+    if (lo >= hi) continue;
+    if (!p->observer) {
+      st = run_nodes(p, sg->backend, lo, hi - lo, n, pos0);
+      continue;
+    }
+    for (uint32_t i = lo; i < hi && !st; i++) {
+      st = run_nodes(p, sg->backend, i, 1, n, pos0);
+      if (!st) st = observe(p, g->nodes[i], sg->backend, n, pos0);
+    }
+  }
+  if (st) p->in_step = false; /* a failed step leaves the recurrent states unknown */
+  return st;
+}
+
+kiln_status kiln_plan_step_end(kiln_plan *p) {
+  if (!p->in_step) return kiln_status_new(KILN_STATUS_INVALID_ARGUMENT, "ending a step that was not begun");
+  p->in_step = false;
+  if (p->rec_pos != -2) p->rec_pos = p->step_pos0 + p->step_n;
+  return NULL;
+}
+
+kiln_status kiln_plan_write(kiln_plan *p, const kiln_tensor *t, int32_t col0, int32_t n_cols, const float *in) {
+  if (t->type != KILN_TYPE_F32 || t->role == KILN_ROLE_WEIGHT || t->role == KILN_ROLE_INPUT || col0 < 0 ||
+      n_cols < 0 || col0 + n_cols > t->ne[1])
+    return kiln_status_new(KILN_STATUS_INVALID_ARGUMENT, "writing columns %d..%d of %s", col0,
+                           col0 + n_cols - 1, t->name);
+  uint32_t v = p->valid[t->id];
+  if (!v) return kiln_status_new(KILN_STATUS_INVALID_ARGUMENT, "tensor %s has not been computed", t->name);
+  uint32_t b = (uint32_t)__builtin_ctz(v);
+  kiln_backend *be = p->backends[b];
+  uint64_t col = (uint64_t)t->ne[0] * sizeof(float);
+  KILN_RETURN_IF_ERROR(be->ops->sync(be->ctx));
+  KILN_RETURN_IF_ERROR(be->ops->buffer_upload(be->ctx, p->bufs[b][t->id], col * (uint64_t)col0, in,
+                                              col * (uint64_t)n_cols));
+  p->valid[t->id] = 1u << b; /* the other backends' copies are now stale */
+  return NULL;
 }
 
 bool kiln_plan_has_head(const kiln_plan *p) { return p->g->out_ids != NULL; }
