@@ -10,6 +10,7 @@ include core/src/exec/local.mk
 include core/src/kcache/local.mk
 include core/src/plugin/local.mk
 include core/src/tools/local.mk
+include core/src/tp/local.mk
 
 # Internal headers across parts are included as "part/header.h".
 kiln_core_internal_cppflags = -I$(top_srcdir)/core/src
@@ -25,7 +26,8 @@ libkiln_la_SOURCES = \
 	$(kiln_exec_sources) \
 	$(kiln_kcache_sources) \
 	$(kiln_plugin_sources) \
-	$(kiln_tools_sources)
+	$(kiln_tools_sources) \
+	$(kiln_tp_sources)
 libkiln_la_CPPFLAGS = $(AM_CPPFLAGS) $(kiln_core_internal_cppflags)
 libkiln_la_CFLAGS = $(AM_CFLAGS) $(INIH_CFLAGS) $(PCRE2_CFLAGS) $(XXHASH_CFLAGS)
 libkiln_la_LIBADD = $(INIH_LIBS) $(PCRE2_LIBS) $(XXHASH_LIBS) -lm
@@ -59,4 +61,5 @@ kilninclude_HEADERS += \
 	core/include/kiln/chat.h \
 	core/include/kiln/parity.h \
 	core/include/kiln/synth.h \
+	core/include/kiln/tp.h \
 	core/include/kiln/perplexity.h
