@@ -15,8 +15,9 @@ static void usage(FILE *out) {
         "ABI each was built for, whether its hardware is present (device, compute\n"
         "capability, memory) or why it is unavailable, its numeric modes (the\n"
         "config keys that change its arithmetic: activations, gemm, precision)\n"
-        "as configured, and any plugin that fails to load, with the loader's\n"
-        "reason.\n",
+        "as configured, whether it can split a model across several devices\n"
+        "(tensor parallelism: NCCL's version and the devices, or why not), and\n"
+        "any plugin that fails to load, with the loader's reason.\n",
         out);
 }
 
@@ -55,6 +56,14 @@ static void show(const char *name, const char *path, void *user) {
            ESC(e3, info.detail));
   } else {
     printf("%-14s unavailable %s\n", "", ESC(e1, info.reason));
+  }
+  char tp[320];
+  st = kiln_plugin_probe_parallel(p, kiln_runtime_config(ls->rt), tp, sizeof tp);
+  if (st) {
+    printf("%-14s parallel    probe failed: %s\n", "", kiln_status_message(st));
+    kiln_status_free(st);
+  } else if (tp[0]) {
+    printf("%-14s parallel    %s\n", "", tp);
   }
   char modes[256];
   if (cli_numerics(ls->rt, name, modes, sizeof modes)[0])

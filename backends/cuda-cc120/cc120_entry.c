@@ -18,7 +18,8 @@
 static const kiln_config_key keys[] = {KILN_CUDA_KEY_DEVICE, KILN_CUDA_KEY_POISON,
                                        KILN_CUDA_KEY_PROFILE, KILN_CUDA_KEY_ACTIVATIONS,
                                        KILN_CUDA_KEY_FUSE, KILN_CUDA_KEY_GRAPH, KILN_CUDA_KEY_GEMM,
-                                       KILN_CUDA_KEY_GEMM_SCRATCH, KILN_CUDA_KEY_ALLOW_LOWER_CC};
+                                       KILN_CUDA_KEY_GEMM_SCRATCH, KILN_CUDA_KEY_ALLOW_LOWER_CC,
+                                       KILN_CUDA_KEY_DEVICES, KILN_CUDA_KEY_TENSOR_PARALLEL};
 
 KILN_CUDA_PLUGIN_ENTRY("cuda-cc120",
                        "NVIDIA GPU of compute capability 12.x (RTX 50xx, GB10): sm_120/sm_121 "

@@ -36,6 +36,7 @@
 #include <cublas_v2.h>
 
 #include "cuda_driver.h"
+#include "nccl_loader.h"
 #include "kiln/plugin.h"
 #include "cuda_step.h"
 #include "nvrtc_compile.h"
@@ -74,7 +75,32 @@ typedef struct kiln_cuda_plugin {
   kiln_cu cu;
   bool cu_ok;
   char cu_why[256]; /* why the driver did not load */
+  /* NCCL, loaded on first need (cuda_parallel.c) */
+  bool nccl_tried, nccl_ok;
+  kiln_nccl nccl;
+  char nccl_why[256];
 } kiln_cuda_plugin;
+
+/* The most devices tensor_parallel may name. */
+#define KILN_CUDA_MAX_TP 8
+
+/* [<plugin>] tensor_parallel and devices (cuda_parallel.c). */
+typedef struct kiln_cuda_tp_config {
+  int n;              /* tensor_parallel, 1..KILN_CUDA_MAX_TP */
+  int devices[KILN_CUDA_MAX_TP];
+  int n_devices;      /* 0: devices not set */
+} kiln_cuda_tp_config;
+
+/* Reads and checks the two keys (cfg NULL: the defaults); errors name the
+ * section, the key and the value. */
+kiln_status kiln_cuda_tp_read_config(const kiln_host_api *host, const char *section,
+                                     const kiln_config_section *cfg, kiln_cuda_tp_config *out);
+/* NULL for tensor_parallel = 1 (and devices agreeing with device); else a
+ * refusal naming what is missing (NCCL, the driver, devices) or, when all
+ * is there, that the multi-GPU path is not built. */
+kiln_status kiln_cuda_tp_check_open(kiln_cuda_plugin *pl, const kiln_cuda_tp_config *tc, int device);
+/* The ops table's probe_parallel. */
+kiln_status kiln_cuda_probe_parallel(void *plugin, const kiln_config_section *cfg, char *out, size_t cap);
 
 /* A loaded kernel, kept in a kiln_kernel's slot. */
 typedef struct kiln_cuda_module {
@@ -330,6 +356,7 @@ kiln_status kiln_cuda_sync(void *backend);
       .prepare = kiln_cuda_prepare,                                           \
       .run = kiln_cuda_run,                                                   \
       .sync = kiln_cuda_sync,                                                 \
+      .probe_parallel = kiln_cuda_probe_parallel,                             \
   }
 
 /* ---- internals ---- */

@@ -90,4 +90,22 @@
            "compiling the 12.x kernel variants for that device's own sm_XY; " \
            "for testing"}
 
+#define KILN_CUDA_KEY_DEVICES                                                 \
+  {.name = "devices",                                                         \
+   .type = KILN_CONFIG_STRING,                                                \
+   .default_value = "",                                                       \
+   .help = "tensor parallelism: the CUDA devices of the shards, one per "     \
+           "shard (e.g. 0,1); empty = `device` for tensor_parallel = 1"}
+
+#define KILN_CUDA_KEY_TENSOR_PARALLEL                                         \
+  {.name = "tensor_parallel",                                                 \
+   .type = KILN_CONFIG_INT,                                                   \
+   .default_value = "1",                                                      \
+   .min = 1,                                                                  \
+   .max = 8,                                                                  \
+   .help = "shards a model is split into across devices through NCCL "       \
+           "(Megatron-style; kiln/tp.h); > 1 is refused at open until the "   \
+           "multi-GPU path exists, naming what is missing first (libnccl.so.2, " \
+           "devices)"}
+
 #endif

@@ -33,6 +33,7 @@ void kiln_cuda_fini(void *plugin) {
   kiln_cuda_plugin *pl = plugin;
   if (!pl) return;
   kiln_cu_unload(&pl->cu);
+  kiln_nccl_unload(&pl->nccl);
   free(pl);
 }
 
@@ -229,10 +230,15 @@ static kiln_status open_device(kiln_cuda_backend *be, bool allow_lower) {
 }
 
 kiln_status kiln_cuda_open(void *plugin, const kiln_config_section *cfg, void **out_backend) {
-  const kiln_cuda_plugin *pl = plugin;
+  kiln_cuda_plugin *pl = plugin;
   const kiln_host_api *host = pl->host;
   const kiln_cuda_flavor *fl = pl->fl;
   *out_backend = NULL;
+  /* tensor_parallel > 1 is refused before anything is opened, naming what
+   * is missing (NCCL, the driver, devices) or that the path is not built */
+  kiln_cuda_tp_config tc;
+  KILN_RETURN_IF_ERROR(kiln_cuda_tp_read_config(host, fl->name, cfg, &tc));
+  KILN_RETURN_IF_ERROR(kiln_cuda_tp_check_open(pl, &tc, cfg ? (int)host->cfg_int(cfg, "device") : 0));
   if (!pl->cu_ok) return host->status_new(KILN_STATUS_UNAVAILABLE, "%s", pl->cu_why);
   kiln_kcache *kc = host->kcache();
   if (!kc)

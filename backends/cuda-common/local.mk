@@ -77,6 +77,9 @@ backends_cuda_common_libkilncudacommon_la_SOURCES = \
 	backends/cuda-common/misc_describe.c \
 	backends/cuda-common/cuda_driver.c \
 	backends/cuda-common/cuda_driver.h \
+	backends/cuda-common/nccl_loader.c \
+	backends/cuda-common/nccl_loader.h \
+	backends/cuda-common/cuda_parallel.c \
 	backends/cuda-common/cuda_backend.h \
 	backends/cuda-common/cuda_config_keys.h \
 	backends/cuda-common/cuda_context.c \

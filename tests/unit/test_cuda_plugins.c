@@ -31,6 +31,13 @@ static bool have_driver(void) {
   return h != NULL;
 }
 
+/* Whether this process could load NCCL. */
+static bool have_nccl(void) {
+  void *h = dlopen("libnccl.so.2", RTLD_NOW | RTLD_LOCAL);
+  if (h) dlclose(h);
+  return h != NULL;
+}
+
 static bool has_key(const kiln_backend_ops *e, const char *key) {
   for (uint32_t i = 0; i < e->n_config_keys; i++)
     if (strcmp(e->config_keys[i].name, key) == 0) return true;
@@ -50,6 +57,13 @@ static void test_load_and_probe(void **state) {
     assert_int_equal(has_key(e, "gemm"), i > 0);
     assert_int_equal(has_key(e, "gemm_scratch_mib"), i > 0);
     assert_int_equal(has_key(e, "allow_lower_cc"), i == 2);
+    assert_true(has_key(e, "devices") && has_key(e, "tensor_parallel"));
+    /* the line `kiln backends` prints on tensor parallelism */
+    char tp[320];
+    KT_ASSERT_OK(kiln_plugin_probe_parallel(p, NULL, tp, sizeof tp));
+    printf("%-12s parallel: %s\n", names[i], tp);
+    assert_true(strstr(tp, "NCCL ") != NULL || strstr(tp, "no libnccl.so.2") != NULL);
+    if (!have_nccl() || !have_driver()) assert_true(strncmp(tp, "unavailable: ", 13) == 0);
     kiln_probe_info info;
     KT_ASSERT_OK(kiln_plugin_probe(p, &info));
     printf("%-12s %s: %s%s%s\n", names[i], info.available ? "available" : "unavailable",
@@ -160,6 +174,52 @@ static void test_config_keys(void **state) {
   kiln_status_free(st);
 }
 
+/* tensor_parallel > 1 is refused at open on every CUDA plugin, saying
+ * what is missing first: NCCL, then the driver, then devices, else that
+ * the multi-GPU path is not built. Bad devices lists are refused naming
+ * the key. */
+static void test_tensor_parallel_refused(void **state) {
+  kiln_plugin_registry *r;
+  KT_ASSERT_OK(kiln_plugin_registry_new(getenv("KILN_PLUGIN_PATH"), &r));
+  for (size_t i = 0; i < 3; i++) {
+    kiln_plugin *p;
+    KT_ASSERT_OK(kiln_plugin_registry_get(r, names[i], &p));
+    struct {
+      const char *tp, *devices;
+      kiln_status_code code;
+      const char *needle;
+    } cases[] = {
+        {"2", "", have_nccl() ? (have_driver() ? 0 : KILN_STATUS_UNAVAILABLE) : KILN_STATUS_UNAVAILABLE,
+         !have_nccl() ? "tensor_parallel = 2 needs NCCL, and it is unavailable: no libnccl.so.2"
+                      : !have_driver() ? "tensor_parallel = 2: no NVIDIA driver" : "tensor_parallel = 2"},
+        {"2", "0,x", KILN_STATUS_INVALID_ARGUMENT, "devices = 0,x: not a list of device indices"},
+        {"2", "1,1", KILN_STATUS_INVALID_ARGUMENT, "devices = 1,1: device 1 is listed twice"},
+        {"2", "0,1,2", KILN_STATUS_INVALID_ARGUMENT, "devices = 0,1,2 lists 3 devices and tensor_parallel = 2"},
+        {"2", "0,", KILN_STATUS_INVALID_ARGUMENT, "devices = 0,: not a list"},
+    };
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+      kiln_config_override ov[] = {{names[i], "tensor_parallel", cases[c].tp, "t"},
+                                   {names[i], "devices", cases[c].devices, "t"}};
+      kiln_runtime *rt;
+      KT_ASSERT_OK(kiln_runtime_open(&(kiln_runtime_options){.use_environment = true, .overrides = ov, .n_overrides = 2}, &rt));
+      kiln_backend *b = NULL;
+      kiln_status st = kiln_backend_open(p, kiln_runtime_config(rt), &b);
+      printf("%s tensor_parallel = %s, devices = %s: %s\n", names[i], cases[c].tp, cases[c].devices,
+             st ? kiln_status_message(st) : "opened");
+      if (cases[c].code == 0) { /* NCCL and a driver: refused for devices, or as not built */
+        assert_non_null(st);
+        assert_true(kiln_status_code_of(st) == KILN_STATUS_UNAVAILABLE || kiln_status_code_of(st) == KILN_STATUS_UNSUPPORTED);
+        kiln_status_free(st);
+      } else {
+        KT_ASSERT_ERR(st, cases[c].code, cases[c].needle);
+      }
+      assert_null(b);
+      kiln_runtime_free(rt);
+    }
+  }
+  kiln_plugin_registry_free(r);
+}
+
 static void test_conf_files(void **state) {
   static const char *const files[] = {"cuda-serial.ini", "cuda-batched.ini", "cuda-cc120.ini"};
   for (size_t i = 0; i < 3; i++) {
@@ -195,6 +255,7 @@ static void test_kiln_backends(void **state) {
       assert_true(strstr(at, "available") != NULL);
     else
       assert_true(strstr(at, "unavailable no NVIDIA driver (libcuda.so.1") != NULL);
+    assert_true(strstr(at, "parallel    ") != NULL);
   }
 }
 
@@ -213,6 +274,7 @@ int main(void) {
       cmocka_unit_test(test_plan_unavailable),
       cmocka_unit_test(test_cc120_lower_cc),
       cmocka_unit_test(test_config_keys),
+      cmocka_unit_test(test_tensor_parallel_refused),
       cmocka_unit_test(test_conf_files),
       cmocka_unit_test(test_kiln_backends),
   };

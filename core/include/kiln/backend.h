@@ -46,6 +46,10 @@ const char *kiln_plugin_path(const kiln_plugin *p);
 const kiln_backend_ops *kiln_plugin_entry(const kiln_plugin *p);
 /* The plugin's probe(); hardware absence is info->available = false. */
 kiln_status kiln_plugin_probe(kiln_plugin *p, kiln_probe_info *out_info);
+/* The plugin's line on tensor parallelism with its section of c (c may be
+ * NULL: the defaults); "" when the plugin has none (no probe_parallel, or
+ * built for ABI 2.0). */
+kiln_status kiln_plugin_probe_parallel(kiln_plugin *p, const kiln_config *c, char *out_line, size_t cap);
 
 /* A registry over `search_path` (':'-separated folders; NULL or "" means
  * only the installed folder). Loads nothing yet. */

@@ -37,7 +37,7 @@ extern "C" {
 #endif
 
 #define KILN_PLUGIN_ABI_MAJOR 2
-#define KILN_PLUGIN_ABI_MINOR 0
+#define KILN_PLUGIN_ABI_MINOR 1
 #define KILN_PLUGIN_ENTRY_SYMBOL "kiln_backend_entry"
 
 typedef enum kiln_log_level {
@@ -165,6 +165,13 @@ typedef struct kiln_backend_ops {
 
   /* Waits until every run() and copy issued so far is complete. */
   kiln_status (*sync)(void *backend);
+
+  /* ABI 2.1. Optional (NULL: the backend has no tensor parallelism). One
+   * line for `kiln backends` on tensor parallelism over several devices
+   * with section cfg (NULL: the defaults): available (the collective
+   * library's version, the devices) or why not ("no libnccl.so.2", "1 CUDA
+   * device"). Fails only on the plugin's own errors. */
+  kiln_status (*probe_parallel)(void *plugin, const kiln_config_section *cfg, char *out_line, size_t cap);
 } kiln_backend_ops;
 
 #ifdef __cplusplus

@@ -26,8 +26,8 @@ struct kiln_plugin {
 /* The smallest entry table the host accepts for each ABI minor: the table
  * as it ended in that minor. */
 static size_t required_size(uint32_t minor) {
-  (void)minor; /* 1.0 is the only minor so far */
-  return offsetof(kiln_backend_ops, sync) + sizeof(((kiln_backend_ops *)0)->sync);
+  if (minor == 0) return offsetof(kiln_backend_ops, sync) + sizeof(((kiln_backend_ops *)0)->sync);
+  return offsetof(kiln_backend_ops, probe_parallel) + sizeof(((kiln_backend_ops *)0)->probe_parallel);
 }
 
 /* "kiln-cuda-serial.so" -> "cuda-serial"; NULL when the name has another shape. */
@@ -211,6 +211,15 @@ kiln_status kiln_plugin_probe(kiln_plugin *p, kiln_probe_info *out_info) {
   memset(out_info, 0, sizeof *out_info);
   return kiln_status_annotate(p->entry->probe(p->state, out_info), "plugin %s: probe",
                               p->entry->name);
+}
+
+kiln_status kiln_plugin_probe_parallel(kiln_plugin *p, const kiln_config *c, char *out_line, size_t cap) {
+  if (cap) out_line[0] = '\0';
+  const kiln_backend_ops *e = p->entry;
+  if (e->abi_minor < 1 || !e->probe_parallel || !cap) return NULL;
+  const kiln_config_section *sec = c ? kiln_config_section_get(c, e->name) : NULL;
+  return kiln_status_annotate(e->probe_parallel(p->state, sec, out_line, cap), "plugin %s: probe_parallel",
+                              e->name);
 }
 
 kiln_status kiln_backend_declare_config(kiln_plugin *p, kiln_config *c) {
