@@ -137,6 +137,7 @@ static kiln_status plan_node(kiln_tp_plan *p, const kiln_node *nd, const kiln_hp
                              "node %s: an RMSNorm over rows of %" PRId64 " values cannot run on blocks of %" PRId64,
                              nd->name, nd->src[1]->ne[0], nd->src[0]->ne[0] / p->n);
     break;
+  case KILN_OP_GET_COLUMNS: /* the output head's columns: as its input, whole */
   case KILN_OP_ROPE:
   case KILN_OP_STORE_KV:
     l = p->tensor_layout[nd->src[0]->id];

@@ -99,6 +99,11 @@ static kiln_status build(kiln_tp_shard *sh, const kiln_tp_plan *p, int32_t s, ki
   kiln_tensor *t;
   KILN_RETURN_IF_ERROR(shard_tensor(sh, p, s, g->tokens, KILN_TP_SPLIT_NONE, map, &t));
   sh->g->tokens = t;
+  if (g->out_ids) { /* the output head runs on the columns out_ids names */
+    KILN_RETURN_IF_ERROR(shard_tensor(sh, p, s, g->out_ids, KILN_TP_SPLIT_NONE, map, &t));
+    sh->g->out_ids = t;
+    sh->g->head_first = g->head_first;
+  }
   uint32_t last = g->n_nodes - 1;
   if (!g->n_nodes || g->nodes[last]->dst != g->logits)
     return kiln_status_new(KILN_STATUS_INTERNAL, "shard %d: the logits are not the last node's output", s);
