@@ -88,9 +88,9 @@ kiln_status cli_session_open(kiln_runtime *rt, const kiln_model *m, const kiln_s
 }
 
 int cli_exit(const cli_common *c, kiln_status st) {
-  fprintf(stderr, "kiln %s: error: %s\n", c->cmd, kiln_status_message(st));
-  kiln_status_free(st);
-  return c->flags_at_fault ? CLI_EXIT_USAGE : CLI_EXIT_FAIL;
+  const bool usage = c->flags_at_fault;
+  cli_fail(c->cmd, st); /* escaped, as every error message */
+  return usage ? CLI_EXIT_USAGE : CLI_EXIT_FAIL;
 }
 
 const char *cli_numerics(const kiln_runtime *rt, const char *backend, char *buf, size_t size) {

@@ -7,10 +7,18 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "cli.h"
 #include "kiln/chat.h"
 #include "kiln/parity.h"
+
+/* Whether a report path names the model being read (a link or another
+ * name for it included): writing the report there would destroy it. */
+static bool same_file(const char *a, const char *b) {
+  struct stat sa, sb;
+  return stat(a, &sa) == 0 && stat(b, &sb) == 0 && sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
+}
 
 static void usage(FILE *out) {
   fputs("usage: kiln parity -m MODEL -p PROMPT --ref BACKEND[:f64] --test BACKEND[:f64] [options]\n"
@@ -169,6 +177,10 @@ int cmd_parity(int argc, char **argv) {
   const char *model_path = NULL;
   if (!st) st = cli_runtime_open(&cc, &rt);
   if (!st) st = cli_model_path(rt, &model_path);
+  if (!st && csv && same_file(csv, model_path))
+    st = kiln_status_new(KILN_STATUS_INVALID_ARGUMENT, "--csv %s is the model file %s", csv, model_path);
+  if (!st && plot && same_file(plot, model_path))
+    st = kiln_status_new(KILN_STATUS_INVALID_ARGUMENT, "--plot %s is the model file %s", plot, model_path);
   if (!st) st = kiln_model_open(model_path, &m);
   if (!st && !kiln_model_vocab(m)) st = kiln_status_new(KILN_STATUS_UNSUPPORTED, "%s has no vocabulary", model_path);
   const kiln_vocab *voc = m ? kiln_model_vocab(m) : NULL;

@@ -90,4 +90,39 @@ echo "ok: a NUL byte in a configuration file is an error"
 grep -q "kiln cannot run this file" "$tmp/out" && { cat "$tmp/out"; fail "kiln refuses the file synth wrote"; }
 grep -q "n_vocab        = 1" "$tmp/out" || { cat "$tmp/out"; fail "synth --vocab 1: no n_vocab 1"; }
 echo "ok: synth --vocab 1"
+# parity --csv / --plot never destroy what is there: not the model being
+# read, not a read-only file; the report replaces a file only whole.
+cp "$model" "$tmp/victim.gguf"
+sum=$(cksum <"$tmp/victim.gguf")
+"$kiln" parity -m "$tmp/victim.gguf" -p Once --ref cpu:f64 --test cpu --csv "$tmp/victim.gguf" >"$tmp/out" 2>&1
+[ $? -eq 1 ] || { cat "$tmp/out"; fail "parity --csv onto the model: exit status not 1"; }
+grep -q "is the model file" "$tmp/out" || { cat "$tmp/out"; fail "parity --csv onto the model: message"; }
+"$kiln" parity -m "$tmp/victim.gguf" -p Once --ref cpu:f64 --test cpu --plot "$tmp/victim.gguf" >"$tmp/out" 2>&1
+[ $? -eq 1 ] || { cat "$tmp/out"; fail "parity --plot onto the model: exit status not 1"; }
+[ "$(cksum <"$tmp/victim.gguf")" = "$sum" ] || fail "parity changed the model it read"
+echo keep >"$tmp/ro.csv" && chmod 0444 "$tmp/ro.csv"
+"$kiln" parity -m "$model" -p Once --ref cpu:f64 --test cpu --csv "$tmp/ro.csv" >"$tmp/out" 2>&1
+[ $? -eq 1 ] || { cat "$tmp/out"; fail "parity --csv onto a read-only file: exit status not 1"; }
+grep -q "read-only file" "$tmp/out" || { cat "$tmp/out"; fail "parity --csv read-only: message"; }
+[ "$(cat "$tmp/ro.csv")" = keep ] || fail "parity --csv replaced a read-only file"
+echo old >"$tmp/r.csv"
+"$kiln" parity -m "$model" -p Once --ref cpu:f64 --test cpu --csv "$tmp/r.csv" >/dev/null 2>&1 \
+  || fail "parity --csv onto a writable file exited $?"
+head -1 "$tmp/r.csv" | grep -q '^node,op,pos' || fail "parity --csv: no header in the report"
+[ -z "$(ls "$tmp" | grep '\.tmp-')" ] || fail "parity left a temporary file: $(ls "$tmp")"
+"$kiln" parity -m "$model" -p Once --ref cpu:f64 --test cpu --json --plot "$tmp/no/such/x.svg" \
+  >"$tmp/out" 2>"$tmp/err"
+[ $? -eq 1 ] || fail "parity --plot into a missing folder: exit status not 1"
+grep -q '<svg' "$tmp/out" && fail "parity --plot: the SVG reached stdout"
+python3 -c 'import json,sys; json.load(open(sys.argv[1]))' "$tmp/out" 2>/dev/null \
+  || { head -5 "$tmp/out"; fail "parity --json --plot: stdout is not JSON"; }
+echo "ok: parity reports never replace the model or a read-only file"
+
+# Every error message is escaped, not only those of some commands: an
+# unknown key in a configuration file, with ESC in its name.
+printf '[model]\nba\033[31md = 1\n' >"$tmp/esckey.ini"
+"$kiln" run --config "$tmp/esckey.ini" -m "$model" -p Once -n 1 >"$tmp/out" 2>&1
+[ $? -ne 0 ] || fail "an unknown key was accepted"
+grep -q "$esc" "$tmp/out" && { cat -v "$tmp/out"; fail "run's error passed ESC through"; }
+echo "ok: error messages escape control bytes"
 exit 0

@@ -8,6 +8,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -250,17 +251,61 @@ void kiln_parity_print(const kiln_parity_report *r, const kiln_vocab *v, bool al
   }
 }
 
+/* A report goes to a temporary file beside path, renamed over it only when
+ * complete, so a failed write leaves what was there. What was there must be
+ * a regular file the user may write (as gguf_write.c's check_target):
+ * never a link, a device or a read-only file such as a model kept safe. */
+static kiln_status report_target(const char *path, char *tmp, size_t n_tmp, int *out_fd) {
+  struct stat sb;
+  if (lstat(path, &sb) == 0) {
+    if (!S_ISREG(sb.st_mode))
+      return kiln_status_new(KILN_STATUS_INVALID_ARGUMENT,
+                             "%s: is not a regular file; kiln writes a report only to one", path);
+    if (access(path, W_OK) != 0 || !(sb.st_mode & 0222))
+      return kiln_status_new(KILN_STATUS_INVALID_ARGUMENT,
+                             "%s: is a read-only file (mode %04o); kiln does not replace it", path,
+                             (unsigned)(sb.st_mode & 07777));
+  } else if (errno != ENOENT) {
+    return kiln_status_new(KILN_STATUS_IO, "%s: %s", path, strerror(errno));
+  }
+  if ((size_t)snprintf(tmp, n_tmp, "%s.tmp-XXXXXX", path) >= n_tmp)
+    return kiln_status_new(KILN_STATUS_INVALID_ARGUMENT, "%s: path too long", path);
+  *out_fd = mkstemp(tmp);
+  if (*out_fd < 0) return kiln_status_new(KILN_STATUS_IO, "%s: %s", path, strerror(errno));
+  const mode_t mask = umask(0); /* mkstemp's 0600 -> what fopen would have made */
+  umask(mask);
+  if (fchmod(*out_fd, 0666 & ~mask) != 0) { /* not fatal: the report is still the user's */ }
+  return NULL;
+}
+
+static kiln_status report_commit(const char *tmp, const char *path) {
+  if (rename(tmp, path) == 0) return NULL;
+  kiln_status st = kiln_status_new(KILN_STATUS_IO, "%s: %s", path, strerror(errno));
+  unlink(tmp);
+  return st;
+}
+
 kiln_status kiln_parity_write_csv(const kiln_parity_report *r, const char *path) {
-  FILE *f = fopen(path, "w");
-  if (!f) return kiln_status_new(KILN_STATUS_IO, "%s: %s", path, strerror(errno));
+  char tmp[4096];
+  int fd = -1;
+  KILN_RETURN_IF_ERROR(report_target(path, tmp, sizeof tmp, &fd));
+  FILE *f = fdopen(fd, "w");
+  if (!f) {
+    close(fd);
+    unlink(tmp);
+    return kiln_status_new(KILN_STATUS_IO, "%s: %s", path, strerror(errno));
+  }
   fprintf(f, "node,op,pos,token,cosine,norm_ratio,rel_l2,max_abs,finite,pass\n");
   for (size_t i = 0; i < r->n_rows; i++) {
     const kiln_parity_row *w = &r->rows[i];
     fprintf(f, "%s,%s,%d,%d,%.9g,%.9g,%.9g,%.9g,%d,%d\n", w->name, w->op, w->pos, w->token, w->cos, w->norm_ratio,
             w->rel_l2, w->max_abs, w->finite, w->pass);
   }
-  if (fclose(f) != 0) return kiln_status_new(KILN_STATUS_IO, "%s: write failed", path);
-  return NULL;
+  if (fclose(f) != 0) {
+    unlink(tmp);
+    return kiln_status_new(KILN_STATUS_IO, "%s: write failed", path);
+  }
+  return report_commit(tmp, path);
 }
 
 kiln_status kiln_parity_plot_svg(const kiln_parity_report *r, const char *path) {
@@ -277,12 +322,28 @@ kiln_status kiln_parity_plot_svg(const kiln_parity_report *r, const char *path) 
     fprintf(f, "%d %.9g\n", r->rows[i].pos, isfinite(r->rows[i].norm_ratio) ? r->rows[i].norm_ratio : 0.0);
   }
   fclose(f);
-  FILE *gp = popen(KILN_GNUPLOT " 2>&1", "w");
+  char svg[4096];
+  int svg_fd = -1;
+  kiln_status st = report_target(path, svg, sizeof svg, &svg_fd);
+  if (st || strchr(svg, '\'') || strchr(svg, '\n')) {
+    if (!st) {
+      close(svg_fd);
+      unlink(svg);
+    }
+    unlink(data);
+    return st ? st : kiln_status_new(KILN_STATUS_INVALID_ARGUMENT,
+                                     "%s: a plot path must not hold a quote or a newline", path);
+  }
+  close(svg_fd);
+  /* gnuplot's messages (and, where its output cannot open, the SVG itself)
+   * go to stderr: kiln's stdout carries only kiln's report. */
+  FILE *gp = popen(KILN_GNUPLOT " 1>&2", "w");
   if (!gp) {
     unlink(data);
+    unlink(svg);
     return kiln_status_new(KILN_STATUS_UNAVAILABLE, "parity plot: cannot run %s", KILN_GNUPLOT);
   }
-  fprintf(gp, "set terminal svg size 1200,700 dynamic noenhanced\nset output '%s'\n", path);
+  fprintf(gp, "set terminal svg size 1200,700 dynamic noenhanced\nset output '%s'\n", svg);
   fprintf(gp, "set title 'norm ratio |test|/|ref| by position: %s vs %s'\n", r->test_name, r->ref_name);
   fprintf(gp, "set xlabel 'token position'\nset ylabel 'norm ratio'\nset key outside right font ',8'\n");
   fprintf(gp, "set grid\n");
@@ -301,8 +362,11 @@ kiln_status kiln_parity_plot_svg(const kiln_parity_report *r, const char *path) 
   fprintf(gp, "\n");
   int rc = pclose(gp);
   unlink(data);
-  if (rc != 0 || access(path, R_OK) != 0)
+  struct stat sb;
+  if (rc != 0 || stat(svg, &sb) != 0 || sb.st_size == 0) {
+    unlink(svg);
     return kiln_status_new(KILN_STATUS_UNAVAILABLE, "parity plot: %s failed (exit status %d) writing %s",
                            KILN_GNUPLOT, WIFEXITED(rc) ? WEXITSTATUS(rc) : -1, path);
-  return NULL;
+  }
+  return report_commit(svg, path);
 }
