@@ -128,7 +128,7 @@ kiln_status kiln_gguf_get_strv(const kiln_gguf *g, const char *key, kiln_gguf_st
 }
 
 kiln_status kiln_gguf_get_str(const kiln_gguf *g, const char *key, char *buf, size_t cap) {
-  kiln_gguf_str s;
+  kiln_gguf_str s = {0}; /* set on success; gcc cannot tell */
   KILN_RETURN_IF_ERROR(kiln_gguf_get_strv(g, key, &s));
   if (s.len >= cap) {
     return kiln_status_new(KILN_STATUS_OUT_OF_RANGE,
