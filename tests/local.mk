@@ -11,7 +11,8 @@ AM_TESTS_ENVIRONMENT = \
 
 # Helpers every test links: model lookup, skip rules, temp files.
 check_LTLIBRARIES += tests/libkilntest.la
-tests_libkilntest_la_SOURCES = tests/testutil.c tests/testutil.h tests/kiln_proc.c tests/kiln_proc.h
+tests_libkilntest_la_SOURCES = tests/testutil.c tests/testutil.h tests/kiln_proc.c tests/kiln_proc.h \
+	tests/runtime_fixture.c tests/runtime_fixture.h
 tests_libkilntest_la_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS)
 
 TEST_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS) -I$(top_srcdir)/tests

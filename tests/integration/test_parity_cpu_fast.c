@@ -25,6 +25,7 @@
 
 #include "kiln/parity.h"
 #include "kiln/synth.h"
+#include "runtime_fixture.h"
 #include "testutil.h"
 
 static char *dir;
@@ -32,21 +33,12 @@ static kiln_runtime *rt;
 
 static int setup(void **state) {
   (void)state;
-  dir = kt_mkdtemp("parity-fast");
-  kiln_status st = kiln_runtime_open(&(kiln_runtime_options){.use_environment = true}, &rt);
-  if (st) {
-    fprintf(stderr, "%s\n", kiln_status_message(st));
-    return -1;
-  }
-  return dir ? 0 : -1;
+  return kt_runtime_setup("parity-fast", &dir, &rt);
 }
 
 static int teardown(void **state) {
   (void)state;
-  kiln_runtime_free(rt);
-  kt_rm_rf(dir);
-  free(dir);
-  return 0;
+  return kt_runtime_teardown(dir, rt);
 }
 
 static kiln_model *model_of(kiln_type type) {

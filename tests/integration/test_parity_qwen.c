@@ -27,6 +27,7 @@
 #include "kiln/chat.h"
 #include "kiln/parity.h"
 #include "kiln/synth.h"
+#include "runtime_fixture.h"
 #include "testutil.h"
 
 static char *dir;
@@ -37,21 +38,12 @@ static const char *chatml =
 
 static int setup(void **state) {
   (void)state;
-  dir = kt_mkdtemp("parity");
-  kiln_status st = kiln_runtime_open(&(kiln_runtime_options){.use_environment = true}, &rt);
-  if (st) {
-    fprintf(stderr, "%s\n", kiln_status_message(st));
-    return -1;
-  }
-  return dir ? 0 : -1;
+  return kt_runtime_setup("parity", &dir, &rt);
 }
 
 static int teardown(void **state) {
   (void)state;
-  kiln_runtime_free(rt);
-  kt_rm_rf(dir);
-  free(dir);
-  return 0;
+  return kt_runtime_teardown(dir, rt);
 }
 
 /* hidden 896 (Qwen2.5-0.5B's width), 2 layers, F32 matrices, Q8_0 embeddings */

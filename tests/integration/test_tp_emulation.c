@@ -30,6 +30,7 @@
 
 #include "kiln/synth.h"
 #include "kiln/tp.h"
+#include "runtime_fixture.h"
 #include "testutil.h"
 
 #define MAX_REL_L2 1e-6
@@ -43,21 +44,12 @@ static kiln_config_override f64 = {"cpu", "precision", "f64", "test"};
 
 static int setup(void **state) {
   (void)state;
-  dir = kt_mkdtemp("tp");
-  kiln_status st = kiln_runtime_open(&(kiln_runtime_options){.use_environment = true}, &rt);
-  if (st) {
-    fprintf(stderr, "%s\n", kiln_status_message(st));
-    return -1;
-  }
-  return dir ? 0 : -1;
+  return kt_runtime_setup("tp", &dir, &rt);
 }
 
 static int teardown(void **state) {
   (void)state;
-  kiln_runtime_free(rt);
-  kt_rm_rf(dir);
-  free(dir);
-  return 0;
+  return kt_runtime_teardown(dir, rt);
 }
 
 /* Every node's output over all positions, [width, N_TOKENS] per node. */
