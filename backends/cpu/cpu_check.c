@@ -255,10 +255,7 @@ kiln_status cpu_node_run_validated(const cpu_ctx *ctx, const kiln_node *node, co
     /* src0's columns are the ids' (checked by the op), not 0..T-1. */
     KILN_RETURN_IF_ERROR(check_columns(ctx, node, "column ids src1", s[1], T));
     KILN_RETURN_IF_ERROR(check_columns(ctx, node, "dst", d, T));
-    if (overlaps(io->dst, d->nbytes, io->src[0], s[0]->nbytes))
-      return cpu_node_error(ctx, KILN_STATUS_INVALID_ARGUMENT, node,
-                            "dst '%.*s' overlaps src0 '%.*s'", KILN_NAME_MAX, d->name,
-                            KILN_NAME_MAX, s[0]->name);
+    KILN_RETURN_IF_ERROR(check_no_overlap(ctx, node, io, 1));
     return cpu_op_get_columns(ctx, node, io);
   default:
     return cpu_node_supports(ctx, node);
