@@ -9,7 +9,8 @@
 #include "cuda_config_keys.h"
 
 static const kiln_config_key keys[] = {KILN_CUDA_KEY_DEVICE, KILN_CUDA_KEY_POISON,
-                                       KILN_CUDA_KEY_PROFILE, KILN_CUDA_KEY_ACTIVATIONS,
+                                       KILN_CUDA_KEY_PROFILE, KILN_CUDA_KEY_ACTIVATIONS, KILN_CUDA_KEY_MATVEC_LOAD,
+                                       KILN_CUDA_KEY_MATVEC_SHAPE,
                                        KILN_CUDA_KEY_FUSE, KILN_CUDA_KEY_GRAPH, KILN_CUDA_KEY_GEMM,
                                        KILN_CUDA_KEY_GEMM_SCRATCH,
                                        KILN_CUDA_KEY_DEVICES, KILN_CUDA_KEY_TENSOR_PARALLEL};
@@ -20,6 +21,6 @@ KILN_CUDA_PLUGIN_ENTRY("cuda-batched",
                        .norm_decode = KILN_CUDA_RMSNORM_ROW_VEC,
                        .norm_prefill = KILN_CUDA_RMSNORM_ROWS,
                        .matvec_warps = 4, .matvec_rows_per_group = 2,
-                       .mvq_warps = 8, .mvq_k_split = 4, .mvq_rows_per_group = 2, .attention_warps = 4,
+                       .attention_warps = 4,
                        .attention_warps_decode = 16,
                        .has_gemm_keys = true);

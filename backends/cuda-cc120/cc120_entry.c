@@ -16,7 +16,8 @@
 #include "cuda_config_keys.h"
 
 static const kiln_config_key keys[] = {KILN_CUDA_KEY_DEVICE, KILN_CUDA_KEY_POISON,
-                                       KILN_CUDA_KEY_PROFILE, KILN_CUDA_KEY_ACTIVATIONS,
+                                       KILN_CUDA_KEY_PROFILE, KILN_CUDA_KEY_ACTIVATIONS, KILN_CUDA_KEY_MATVEC_LOAD,
+                                       KILN_CUDA_KEY_MATVEC_SHAPE,
                                        KILN_CUDA_KEY_FUSE, KILN_CUDA_KEY_GRAPH, KILN_CUDA_KEY_GEMM,
                                        KILN_CUDA_KEY_GEMM_SCRATCH, KILN_CUDA_KEY_ALLOW_LOWER_CC,
                                        KILN_CUDA_KEY_DEVICES, KILN_CUDA_KEY_TENSOR_PARALLEL};
@@ -28,6 +29,6 @@ KILN_CUDA_PLUGIN_ENTRY("cuda-cc120",
                        .norm_decode = KILN_CUDA_RMSNORM_ROW_CC12,
                        .norm_prefill = KILN_CUDA_RMSNORM_ROW_CC12,
                        .matvec_warps = 2, .matvec_rows_per_group = 2,
-                       .mvq_warps = 4, .mvq_k_split = 2, .mvq_rows_per_group = 2, .attention_warps = 2,
+                       .attention_warps = 2,
                        .attention_warps_decode = 8,
                        .cc_major = 12, .has_gemm_keys = true, .has_allow_lower_cc = true);

@@ -56,9 +56,6 @@ typedef struct kiln_cuda_flavor {
   kiln_cuda_rmsnorm_variant norm_prefill; /* batched steps of several tokens */
   uint32_t matvec_warps;                  /* warps per matvec block */
   uint32_t matvec_rows_per_group;         /* weight rows per group of warps (matvec.cu.tmpl) */
-  /* matvec_q's launch shape (activations q16 / q8): warps per block, warps
-   * sharing a row's blocks, rows per group of them. */
-  uint32_t mvq_warps, mvq_k_split, mvq_rows_per_group;
   uint32_t attention_warps;               /* warps per (head, token) block, batched steps */
   uint32_t attention_warps_decode;        /* the same for steps of one token, whose n_head
                                              blocks alone must keep the device busy */
@@ -261,6 +258,8 @@ typedef struct kiln_cuda_backend {
   int poison; /* -1, or the byte every new buffer and scratch is filled with */
   kiln_cuda_quant act; /* [<plugin>] activations: NONE (f32), Q16 or Q8 */
   bool fuse;           /* [<plugin>] fuse: run side-by-side nodes as one kernel */
+  int mvq_load;        /* [<plugin>] matvec_load: 0 auto, 1 direct, 2 staged */
+  kiln_cuda_matvec_shape mvq_forced; /* [<plugin>] matvec_shape; warps 0: auto */
   /* The quantized-activation scratch: one column of the widest matvec_q
    * input, grown in prepare(); xq_of is the tensor it holds now, valid
    * for the pass numbered xq_pass (each pass over a step's nodes takes

@@ -82,6 +82,25 @@
            "from device memory; false launches every kernel every step (the " \
            "profile's per-node table needs it: a replay is timed whole)"}
 
+#define KILN_CUDA_KEY_MATVEC_LOAD                                             \
+  {.name = "matvec_load",                                                     \
+   .type = KILN_CONFIG_ENUM,                                                  \
+   .default_value = "auto",                                                   \
+   .choices = "auto|direct|staged",                                           \
+   .help = "how a quantized-activation matvec reads its weights: direct "     \
+           "(each lane its blocks' bytes), staged (16-byte loads through "    \
+           "shared memory), auto (staged where a block type is only 2-byte "  \
+           "aligned: Q4_0, Q5_0, Q8_0, Q6_K); the same sums either way"}
+
+#define KILN_CUDA_KEY_MATVEC_SHAPE                                            \
+  {.name = "matvec_shape",                                                    \
+   .type = KILN_CONFIG_STRING,                                                \
+   .default_value = "auto",                                                   \
+   .help = "the quantized-activation matvec's launch shape, WARPS,K_SPLIT,"   \
+           "ROWS[,GROUPS] (warps per block, warps sharing a row, rows per "   \
+           "group, sets of groups per block), for tuning; auto picks one by " \
+           "the weights' types and shapes"}
+
 #define KILN_CUDA_KEY_ALLOW_LOWER_CC                                          \
   {.name = "allow_lower_cc",                                                  \
    .type = KILN_CONFIG_BOOL,                                                  \

@@ -159,6 +159,25 @@ static kiln_status read_config(kiln_cuda_backend *be, const kiln_config_section 
       return host->status_new(KILN_STATUS_INVALID_ARGUMENT,
                               "[%s] activations = %s is not f32|q16|q8", fl->name, a);
   }
+  be->mvq_load = 0;
+  be->mvq_forced = (kiln_cuda_matvec_shape){0, 0, 0, 0};
+  if (cfg) {
+    const char *l = host->cfg_str(cfg, "matvec_load");
+    be->mvq_load = !l || strcmp(l, "auto") == 0 ? 0 : strcmp(l, "direct") == 0 ? 1 : 2;
+    const char *sh = host->cfg_str(cfg, "matvec_shape");
+    if (sh && strcmp(sh, "auto") != 0) {
+      unsigned w = 0, k = 0, r = 0, g = 1;
+      char tail = 0;
+      const int n = sscanf(sh, "%u,%u,%u,%u%c", &w, &k, &r, &g, &tail);
+      if ((n != 3 && n != 4) || w < 1 || w > 32 || k < 1 || w % k != 0 || r < 1 || r > 8 ||
+          g < 1 || g > 64)
+        return host->status_new(KILN_STATUS_INVALID_ARGUMENT,
+                                "[%s] matvec_shape = %s is not auto or WARPS,K_SPLIT,ROWS[,GROUPS] "
+                                "(warps 1..32, k_split dividing it, rows 1..8, groups 1..64)",
+                                fl->name, sh);
+      be->mvq_forced = (kiln_cuda_matvec_shape){w, k, r, g};
+    }
+  }
   be->prof.step_running = be->prof.step_done = -1;
   *out_allow_lower = cfg && fl->has_allow_lower_cc ? host->cfg_bool(cfg, "allow_lower_cc") : false;
   be->gemm = KILN_CUDA_GEMM_F32;

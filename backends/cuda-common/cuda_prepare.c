@@ -86,7 +86,7 @@ static kiln_status prepare_norm(kiln_cuda_backend *be, const kiln_node *node,
  * rows, each warp streams its own rows' whole length, which needs no
  * synchronization. */
 static kiln_cuda_matvec_shape matvec_shape(const kiln_cuda_flavor *fl, int64_t n_rows) {
-  kiln_cuda_matvec_shape s = {fl->matvec_warps, 1, fl->matvec_rows_per_group};
+  kiln_cuda_matvec_shape s = {fl->matvec_warps, 1, fl->matvec_rows_per_group, 1};
   if (n_rows / s.rows_per_group < MATVEC_SPLIT_BELOW) s.k_split = s.warps;
   return s;
 }
@@ -135,14 +135,38 @@ static kiln_status xq_reserve(kiln_cuda_backend *be, uint64_t bytes, const kiln_
   return NULL;
 }
 
-static kiln_cuda_matvec_shape mvq_shape(const kiln_cuda_flavor *fl) {
-  kiln_cuda_matvec_shape s = {fl->mvq_warps, fl->mvq_k_split, fl->mvq_rows_per_group};
+/* Whether a block type's blocks are only 2-byte aligned (sizes 18, 22, 34,
+ * 210): read directly, a decoder takes them in 2-byte pieces, and every
+ * piece fetches whole sectors again (L1 is bypassed for weights). */
+static bool mvq_unaligned(kiln_type t) { return t != KILN_TYPE_Q4_K; }
+
+/* matvec_q's shape for the matrices m[0..n-1], and which of them are
+ * staged through shared memory ([<plugin>] matvec_load; auto: the
+ * unaligned types). [<plugin>] matvec_shape when set; else chosen by the
+ * H200 sweep of tools/device/mvq-sweep.sh (7B-wide Q4_K and Q6_K
+ * matrices; README, "Speed"): mostly direct rows take 4 warps sharing a
+ * row 4 ways (2 ways for rows of 8192 values or more), mostly staged rows
+ * 8 warps sharing it 4 ways with 4 rows a group (2 for few long rows). */
+static kiln_cuda_matvec_shape mvq_shape(const kiln_cuda_backend *be, kiln_cuda_mvq_member *m,
+                                        uint32_t n) {
+  int64_t staged_rows = 0, rows = 0;
+  for (uint32_t i = 0; i < n; i++) {
+    m[i].staged = be->mvq_load == 2 || (be->mvq_load == 0 && mvq_unaligned(m[i].w_type));
+    staged_rows += m[i].staged ? m[i].rows : 0;
+    rows += m[i].rows;
+  }
+  if (be->mvq_forced.warps) return be->mvq_forced;
+  const bool long_rows = m[0].k >= 8192;
+  kiln_cuda_matvec_shape s = {4, long_rows ? 2u : 4u, 2, 1};
+  if (2 * staged_rows > rows)
+    s = (kiln_cuda_matvec_shape){8, 4, long_rows && rows < 8192 ? 2u : 4u, 1};
   return s;
 }
 
 /* Blocks of matvec_q over `rows` rows. */
 static uint32_t mvq_blocks(const kiln_cuda_matvec_shape *s, int64_t rows) {
-  const int64_t rpb = (int64_t)(s->warps / s->k_split * s->rows_per_group);
+  const int64_t rpb = (int64_t)(s->warps / s->k_split * s->rows_per_group) *
+                      (int64_t)(s->groups_per_block ? s->groups_per_block : 1);
   return (uint32_t)((rows + rpb - 1) / rpb);
 }
 
@@ -152,9 +176,9 @@ static void mvq_label(const kiln_cuda_backend *be, const kiln_cuda_mvq_member *m
                       char *buf, size_t size) {
   int used = snprintf(buf, size, "matvec_%s", kiln_cuda_quant_name(be->act));
   for (uint32_t i = 0; i < n && used > 0 && (size_t)used < size; i++)
-    used += snprintf(buf + used, size - (size_t)used, "%s %s %lldx%lld%s", i ? "," : "",
+    used += snprintf(buf + used, size - (size_t)used, "%s %s %lldx%lld%s%s", i ? "," : "",
                      kiln_type_name(m[i].w_type), (long long)m[i].k, (long long)m[i].rows,
-                     m[i].bias >= 0 ? " +bias" : "");
+                     m[i].bias >= 0 ? " +bias" : "", m[i].staged ? " staged" : "");
   if (used > 0 && (size_t)used < size) snprintf(buf + used, size - (size_t)used, " [T=1]");
 }
 
@@ -183,7 +207,7 @@ static kiln_status prepare_mvq_group(kiln_cuda_backend *be, const kiln_node *nod
   }
   m[n - 1] = ns->mvq_self;
   nodes[n - 1] = node;
-  const kiln_cuda_matvec_shape shape = mvq_shape(be->fl);
+  const kiln_cuda_matvec_shape shape = mvq_shape(be, m, n);
   kiln_kdesc *d = NULL;
   kiln_cuda_fn f = {0};
   KILN_RETURN_IF_ERROR(
@@ -212,7 +236,7 @@ static kiln_status prepare_mvq(kiln_cuda_backend *be, const kiln_node *node,
   if (be->act == KILN_CUDA_QUANT_NONE || !kiln_cuda_matvec_q_ok(node)) return NULL;
   const kiln_host_api *host = be->host;
   ns->mvq_self = kiln_cuda_mvq_member_of(node);
-  const kiln_cuda_matvec_shape shape = mvq_shape(be->fl);
+  const kiln_cuda_matvec_shape shape = mvq_shape(be, &ns->mvq_self, 1);
   kiln_kdesc *d = NULL;
   KILN_RETURN_IF_ERROR(
       kiln_cuda_matvec_q_describe(host, be->compiler, node, &ns->mvq_self, 1, &shape, be->act, &d));

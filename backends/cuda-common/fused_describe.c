@@ -27,6 +27,13 @@ static bool block_type(kiln_type t) {
          t == KILN_TYPE_Q6_K;
 }
 
+/* Shared bytes one staged row of type t takes (matvec_q_stage.cuh's
+ * SROW: the 16-byte words a warp step's 32 / LPB blocks can touch). */
+static uint32_t staged_row_bytes(kiln_type t) {
+  const uint32_t lpb = t == KILN_TYPE_Q4_K || t == KILN_TYPE_Q6_K ? 8u : 2u;
+  return 16u * (32u / lpb * (uint32_t)kiln_type_row_bytes(t, kiln_type_block_size(t)) / 16u + 2u);
+}
+
 bool kiln_cuda_matvec_q_ok(const kiln_node *node) {
   if (!node || node->op != KILN_OP_MUL_MAT || !node->src[0] || !block_type(node->src[0]->type))
     return false;
@@ -36,7 +43,7 @@ bool kiln_cuda_matvec_q_ok(const kiln_node *node) {
 
 kiln_cuda_mvq_member kiln_cuda_mvq_member_of(const kiln_node *node) {
   kiln_cuda_mvq_member m = {node->src[0]->type, node->src[0]->ne[0], node->src[0]->ne[1],
-                            node->src[2] ? (int)node->src[2]->type : -1};
+                            node->src[2] ? (int)node->src[2]->type : -1, false};
   return m;
 }
 
@@ -69,6 +76,9 @@ kiln_status kiln_cuda_matvec_q_describe(const kiln_host_api *host, kiln_kcompile
                            "k_split %u does not divide warps %u", shape->k_split, shape->warps);
   KILN_RETURN_IF_ERROR(kiln_cuda_describe_check_threads(host, node, "rows_per_group",
                                                         shape->rows_per_group, 1, 8, false));
+  const uint32_t gpb = shape->groups_per_block ? shape->groups_per_block : 1;
+  KILN_RETURN_IF_ERROR(
+      kiln_cuda_describe_check_threads(host, node, "groups_per_block", gpb, 1, 64, false));
   for (uint32_t i = 0; i < n_members; i++) {
     if (!block_type(m[i].w_type) || m[i].k != m[0].k || m[i].rows < 1 ||
         m[i].k % kiln_type_block_size(m[i].w_type) != 0 ||
@@ -80,6 +90,16 @@ kiln_status kiln_cuda_matvec_q_describe(const kiln_host_api *host, kiln_kcompile
                              i, kiln_type_name(m[i].w_type), (long long)m[i].k,
                              (long long)m[i].rows, (long long)m[0].k);
   }
+  uint32_t srow = 0;
+  for (uint32_t i = 0; i < n_members; i++)
+    if (m[i].staged && staged_row_bytes(m[i].w_type) > srow) srow = staged_row_bytes(m[i].w_type);
+  if (srow) {
+    if ((uint64_t)shape->warps * shape->rows_per_group * srow > 48u * 1024u)
+      return kiln_node_error(host, KILN_STATUS_INVALID_ARGUMENT, node,
+                             "staged matvec_q: %u warps x %u rows x %u bytes exceed 48 KiB of "
+                             "shared memory",
+                             shape->warps, shape->rows_per_group, srow);
+  }
   kiln_kdesc *d = NULL;
   KILN_RETURN_IF_ERROR(host->kdesc_new(compiler, KILN_CUDA_T_MATVEC_Q, &d));
   kiln_status st = host->kdesc_set_str(d, "quant", kiln_cuda_quant_name(q));
@@ -87,9 +107,11 @@ kiln_status kiln_cuda_matvec_q_describe(const kiln_host_api *host, kiln_kcompile
   if (!st) st = host->kdesc_set_i64(d, "warps", shape->warps);
   if (!st) st = host->kdesc_set_i64(d, "k_split", shape->k_split);
   if (!st) st = host->kdesc_set_i64(d, "rows_per_group", shape->rows_per_group);
+  if (!st) st = host->kdesc_set_i64(d, "groups_per_block", gpb);
   static const char *const type_p[3] = {"type0", "type1", "type2"};
   static const char *const rows_p[3] = {"rows0", "rows1", "rows2"};
   static const char *const bias_p[3] = {"bias0", "bias1", "bias2"};
+  static const char *const load_p[3] = {"load0", "load1", "load2"};
   for (uint32_t i = 0; i < 3 && !st; i++) {
     const bool here = i < n_members;
     st = host->kdesc_set_str(d, type_p[i], here ? kiln_type_name(m[i].w_type) : "none");
@@ -98,6 +120,7 @@ kiln_status kiln_cuda_matvec_q_describe(const kiln_host_api *host, kiln_kcompile
       st = host->kdesc_set_str(d, bias_p[i],
                                here && m[i].bias >= 0 ? kiln_type_name((kiln_type)m[i].bias)
                                                       : "none");
+    if (!st) st = host->kdesc_set_str(d, load_p[i], here && m[i].staged ? "staged" : "direct");
   }
   return kiln_cuda_describe_finish(host, st, d, node, out_desc);
 }

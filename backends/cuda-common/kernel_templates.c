@@ -361,6 +361,7 @@ static const char matvec_q_source[] =
 #include "act_quant.cuh.inc"
 #include "matvec_q_prims.cuh.inc"
 #include "matvec_q_types.cuh.inc"
+#include "matvec_q_stage.cuh.inc"
 #include "matvec_q.cu.inc"
     ;
 
@@ -370,7 +371,10 @@ static const char matvec_q_source[] =
       {"rows" #i, KILN_KPARAM_I64, KILN_KPARAM_BAKED,                              \
        "matrix " #i "'s rows N (its ne1; 0: absent)"},                             \
       {"bias" #i, KILN_KPARAM_STR, KILN_KPARAM_BAKED,                              \
-       "matrix " #i "'s bias: none, or its type F32|F16|BF16"}
+       "matrix " #i "'s bias: none, or its type F32|F16|BF16"},                    \
+      {"load" #i, KILN_KPARAM_STR, KILN_KPARAM_BAKED,                              \
+       "how matrix " #i "'s weight is read: direct (each lane its blocks' bytes) "  \
+       "or staged (16-byte loads through shared memory)"}
 
 static const kiln_kparam_decl matvec_q_params[] = {
     QUANT_PARAM,
@@ -380,6 +384,8 @@ static const kiln_kparam_decl matvec_q_params[] = {
      "warps that share each row's blocks (divides warps; fixes the order of the sum)"},
     {"rows_per_group", KILN_KPARAM_I64, KILN_KPARAM_BAKED,
      "consecutive rows per group of k_split warps (1..8), sharing each load of x"},
+    {"groups_per_block", KILN_KPARAM_I64, KILN_KPARAM_BAKED,
+     "sets of the block's groups of rows it takes one after another (1..64)"},
     MVQ_MATRIX_PARAMS(0),
     MVQ_MATRIX_PARAMS(1),
     MVQ_MATRIX_PARAMS(2),
@@ -398,7 +404,7 @@ static const kiln_kparam_decl matvec_q_params[] = {
 
 static const kiln_ktemplate matvec_q = {
     .name = KILN_CUDA_T_MATVEC_Q,
-    .version = 1,
+    .version = 2,
     .entry = "kiln_matvec_q",
     .source = matvec_q_source,
     .params = matvec_q_params,

@@ -35,13 +35,16 @@ kiln_status kiln_cuda_node_supports(const kiln_host_api *host, const kiln_node *
  * naming the node for a malformed one. For prepare(). */
 kiln_status kiln_cuda_node_check(const kiln_host_api *host, const kiln_node *node);
 
-/* The matvec's launch shape (matvec.cu.tmpl): `warps` (1..32) warps per
- * block in groups of k_split (dividing warps) that share each row's
- * length, rows_per_group (1..8) rows per group. */
+/* The matvec's launch shape (matvec.cu.tmpl, matvec_q.cu.tmpl): `warps`
+ * (1..32) warps per block in groups of k_split (dividing warps) that share
+ * each row's length, rows_per_group (1..8) rows per group;
+ * groups_per_block (matvec_q only, 1..64; 0 reads as 1): how many such
+ * sets of rows a block takes one after another. */
 typedef struct kiln_cuda_matvec_shape {
   uint32_t warps;
   uint32_t k_split;
   uint32_t rows_per_group;
+  uint32_t groups_per_block;
 } kiln_cuda_matvec_shape;
 
 /* Whether the matvec adds node's bias itself: a bias of F32, F16 or BF16
@@ -133,7 +136,8 @@ bool kiln_cuda_matvec_q_ok(const kiln_node *node);
 typedef struct kiln_cuda_mvq_member {
   kiln_type w_type;
   int64_t k, rows;
-  int bias; /* -1: none, else the bias's kiln_type */
+  int bias;    /* -1: none, else the bias's kiln_type */
+  bool staged; /* its weight read through shared memory (load_m = staged) */
 } kiln_cuda_mvq_member;
 
 /* The member record of node (kiln_cuda_matvec_q_ok must hold). */
@@ -141,7 +145,8 @@ kiln_cuda_mvq_member kiln_cuda_mvq_member_of(const kiln_node *node);
 
 /* matvec_q for 1..3 matrices sharing one input (same k) with the launch
  * shape (as matvec's) and q (Q8 or Q16); node names the errors. Grid
- * (sum of ceil(rows_m / (warps / k_split * rows_per_group)), n_cols),
+ * (sum of ceil(rows_m / (warps / k_split * rows_per_group *
+ * groups_per_block)), n_cols),
  * block 32 * warps; arguments (w0, w1, w2, b0, b1, b2, y0, y1, y2, xq,
  * n_cols), unused matrices' pointers 0. */
 kiln_status kiln_cuda_matvec_q_describe(const kiln_host_api *host, kiln_kcompiler *compiler,

@@ -82,13 +82,13 @@ const double kg_mode_tol[KG_N_MODES] = {2e-5, 6e-5, 1.2e-2};
 
 kiln_runtime *kg_runtime_mode(const char *activations, bool fuse,
                               const kiln_config_override *extra, size_t n_extra) {
-  kiln_config_override ov[12];
+  kiln_config_override ov[24];
   size_t n = 0;
   for (int b = 0; b < KG_N_BACKENDS; b++) {
     ov[n++] = (kiln_config_override){kg_backends[b], "activations", activations, "test"};
     ov[n++] = (kiln_config_override){kg_backends[b], "fuse", fuse ? "true" : "false", "test"};
   }
-  for (size_t i = 0; i < n_extra && n < 12; i++) ov[n++] = extra[i];
+  for (size_t i = 0; i < n_extra && n < sizeof ov / sizeof ov[0]; i++) ov[n++] = extra[i];
   return kg_runtime(ov, n);
 }
 

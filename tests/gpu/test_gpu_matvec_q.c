@@ -153,22 +153,37 @@ static int matvec_case(kiln_backend *be, int mode, kiln_type type, int64_t K, bo
   return bad;
 }
 
+/* Both ways of reading the weights (matvec_load: each lane its bytes, or
+ * 16-byte loads staged through shared memory), each with the chosen shape
+ * and with 3 rows per group of 2 warps, 3 sets of groups per block (67
+ * rows: a partial last group, a block whose last set is past the end). */
 static void test_matvec_q_every_type(void **state) {
+  static const char *const loads[] = {"direct", "staged"};
+  static const char *const mv_shapes[] = {"auto", "4,2,3,3"};
   int bad = 0;
-  for (int mode = 1; mode < KG_N_MODES; mode++) {
-    kiln_runtime *rt = kg_runtime_mode(kg_modes[mode], true, NULL, 0);
-    for (int b = 0; b < KG_N_BACKENDS; b++) {
-      kiln_backend *be = kg_backend_open(rt, kg_backends[b]);
-      for (size_t ti = 0; ti < N_BLOCK_TYPES; ti++)
-        for (size_t ki = 0; ki < N_KS; ki++)
-          for (int bias = 0; bias < 2; bias++) {
-            if (ks[ki] % kiln_type_block_size(block_types[ti])) continue;
-            bad += matvec_case(be, mode, block_types[ti], ks[ki], bias);
-          }
-      kiln_backend_close(be);
-    }
-    kiln_runtime_free(rt);
-  }
+  for (int mode = 1; mode < KG_N_MODES; mode++)
+    for (int li = 0; li < 2; li++)
+      for (int si = 0; si < 2; si++) {
+        kiln_config_override extra[2 * KG_N_BACKENDS];
+        for (int b = 0; b < KG_N_BACKENDS; b++) {
+          extra[2 * b] = (kiln_config_override){kg_backends[b], "matvec_load", loads[li], "test"};
+          extra[2 * b + 1] =
+              (kiln_config_override){kg_backends[b], "matvec_shape", mv_shapes[si], "test"};
+        }
+        printf("matvec_load = %s, matvec_shape = %s\n", loads[li], mv_shapes[si]);
+        kiln_runtime *rt = kg_runtime_mode(kg_modes[mode], true, extra, 2 * KG_N_BACKENDS);
+        for (int b = 0; b < KG_N_BACKENDS; b++) {
+          kiln_backend *be = kg_backend_open(rt, kg_backends[b]);
+          for (size_t ti = 0; ti < N_BLOCK_TYPES; ti++)
+            for (size_t ki = 0; ki < N_KS; ki++)
+              for (int bias = 0; bias < 2; bias++) {
+                if (ks[ki] % kiln_type_block_size(block_types[ti])) continue;
+                bad += matvec_case(be, mode, block_types[ti], ks[ki], bias);
+              }
+          kiln_backend_close(be);
+        }
+        kiln_runtime_free(rt);
+      }
   printf("matvec_q: %d failures\n", bad);
   assert_int_equal(bad, 0);
 }

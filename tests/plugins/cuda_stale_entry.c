@@ -11,7 +11,8 @@
 #include "cuda_config_keys.h"
 
 static const kiln_config_key keys[] = {KILN_CUDA_KEY_DEVICE, KILN_CUDA_KEY_POISON,
-                                       KILN_CUDA_KEY_PROFILE, KILN_CUDA_KEY_ACTIVATIONS,
+                                       KILN_CUDA_KEY_PROFILE, KILN_CUDA_KEY_ACTIVATIONS, KILN_CUDA_KEY_MATVEC_LOAD,
+                                       KILN_CUDA_KEY_MATVEC_SHAPE,
                                        KILN_CUDA_KEY_FUSE, KILN_CUDA_KEY_GRAPH};
 
 KILN_CUDA_PLUGIN_ENTRY("cuda-stale",
@@ -20,5 +21,4 @@ KILN_CUDA_PLUGIN_ENTRY("cuda-stale",
                        .norm_decode = KILN_CUDA_RMSNORM_ROW_VEC,
                        .norm_prefill = KILN_CUDA_RMSNORM_ROW_VEC,
                        .matvec_warps = 4, .matvec_rows_per_group = 2,
-                       .mvq_warps = 8, .mvq_k_split = 4, .mvq_rows_per_group = 2,
                        .attention_warps = 4, .attention_warps_decode = 16);

@@ -70,3 +70,64 @@ static double type_error(kiln_type type, const uint8_t *w, const float *a, const
   }
   return 1.0;
 }
+
+/* The staged path (matvec_q_stage.cuh) over `rows` rows of one weight (w,
+ * 256-byte aligned, rows back to back): for every group of RPG rows and
+ * every warp step, the 32 lanes emulated in turn (load, park into a
+ * poisoned buffer, dot), against each lane's direct sums over the same
+ * blocks in the same order: equal bit for bit. Every weight load must
+ * fall inside the weight. Returns the number of differing sums. */
+template <int T, int K, int RPG>
+static int staged_mismatches(const kiln_u8 *w, int rows, const float *x, kiln_u8 *xq) {
+  typedef kiln_mq<T> Q;
+  typedef kiln_mq_stage<T, K, RPG> S;
+  double *xhat = (double *)kg_alloc((size_t)K * sizeof(double));
+  quantize_column(x, K, xq, xhat);
+  free(xhat);
+  const kiln_u8 *w_end = w + (long long)rows * S::ROW_BYTES;
+  alignas(16) static kiln_u8 sbuf[RPG * S::SROW];
+  static uint4 st[32][S::LOADS];
+  kiln_host_lo = w;
+  kiln_host_hi = w_end;
+  int bad = 0;
+  for (int row0 = 0; row0 < rows; row0 += RPG) {
+    const int nr = rows - row0 < RPG ? rows - row0 : RPG;
+    float acc_s[32][RPG], acc_d[32][RPG];
+    memset(acc_s, 0, sizeof acc_s);
+    memset(acc_d, 0, sizeof acc_d);
+    for (int s = 0; s < S::STEPS; s++) {
+      memset(sbuf, 0xA5, sizeof sbuf); /* a byte read but not parked decodes wrongly */
+      for (int lane = 0; lane < 32; lane++) S::load(w, w_end, row0, nr, s, lane, st[lane]);
+      for (int lane = 0; lane < 32; lane++) S::park(sbuf, nr, lane, st[lane]);
+      for (int lane = 0; lane < 32; lane++) {
+        S::dot(sbuf, w, row0, nr, s, xq, lane, acc_s[lane]);
+        const int bi = lane / Q::LPB, sub = lane % Q::LPB, blk = s * S::BPS + bi;
+        if (blk >= S::NB) continue;
+        typename Q::frag f;
+        Q::load(f, xq, K, blk * Q::QK, sub);
+        for (int r = 0; r < nr; r++)
+          acc_d[lane][r] += Q::dot(w + (long long)(row0 + r) * S::ROW_BYTES +
+                                       (long long)blk * Q::BYTES,
+                                   sub, f);
+      }
+    }
+    for (int lane = 0; lane < 32; lane++)
+      for (int r = 0; r < nr; r++) bad += memcmp(&acc_s[lane][r], &acc_d[lane][r], sizeof(float)) != 0;
+  }
+  kiln_host_lo = kiln_host_hi = NULL;
+  return bad;
+}
+
+template <int K, int RPG>
+static int staged_type_mismatches(kiln_type type, const kiln_u8 *w, int rows, const float *x,
+                                  kiln_u8 *xq) {
+  switch (type) {
+  case KILN_TYPE_Q4_0: return staged_mismatches<KILN_QT_Q4_0, K, RPG>(w, rows, x, xq);
+  case KILN_TYPE_Q5_0: return staged_mismatches<KILN_QT_Q5_0, K, RPG>(w, rows, x, xq);
+  case KILN_TYPE_Q8_0: return staged_mismatches<KILN_QT_Q8_0, K, RPG>(w, rows, x, xq);
+  case KILN_TYPE_Q4_K: return staged_mismatches<KILN_QT_Q4_K, K, RPG>(w, rows, x, xq);
+  case KILN_TYPE_Q6_K: return staged_mismatches<KILN_QT_Q6_K, K, RPG>(w, rows, x, xq);
+  default: fail_msg("no decoder for %s", kiln_type_name(type));
+  }
+  return 1;
+}

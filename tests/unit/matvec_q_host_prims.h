@@ -26,6 +26,46 @@ static inline unsigned kiln_ldw_u8(const kiln_u8 *p) { return p[0]; }
 static inline unsigned kiln_ldw_b2(const kiln_u8 *p) {
   return kiln_ldw_u16(p) | (kiln_ldw_u16(p + 2) << 16);
 }
+/* Where weight loads may fall, when set (the staged test's weight):
+ * a load outside is a failure, as compute-sanitizer would report it. */
+static const kiln_u8 *kiln_host_lo, *kiln_host_hi;
+static inline void kiln_host_inside(const kiln_u8 *p, int n, const char *what) {
+  if (kiln_host_hi && (p < kiln_host_lo || p + n > kiln_host_hi))
+    fail_msg("%s of %d bytes at offset %lld is outside the weight's %lld bytes", what, n,
+             (long long)(p - kiln_host_lo), (long long)(kiln_host_hi - kiln_host_lo));
+}
+static inline uint4 kiln_ldw16_guarded(const kiln_u8 *p) {
+  kiln_host_inside(p, 16, "a staged 16-byte weight load");
+  return kiln_ldw16(p);
+}
+static inline uint4 kiln_ldw16_tail(const kiln_u8 *p, const kiln_u8 *end) {
+  kiln_host_aligned(p, 16, "a staged tail word");
+  unsigned v[4] = {0u, 0u, 0u, 0u};
+  for (const kiln_u8 *q = p; q < end; q += 2) {
+    kiln_host_inside(q, 2, "a staged tail load");
+    const int o = (int)(q - p);
+    v[o >> 2] |= kiln_ldw_u16(q) << (8 * (o & 3));
+  }
+  return make_uint4(v[0], v[1], v[2], v[3]);
+}
+struct kiln_mem_global {
+  static uint4 w16(const kiln_u8 *p) { return kiln_ldw16(p); }
+  static unsigned u16(const kiln_u8 *p) { return kiln_ldw_u16(p); }
+  static unsigned b2(const kiln_u8 *p) { return kiln_ldw_b2(p); }
+};
+/* Shared memory has the same alignment rules; its bytes are the test's. */
+struct kiln_mem_shared {
+  static uint4 w16(const kiln_u8 *p) {
+    kiln_host_aligned(p, 16, "a 16-byte shared load");
+    return make_uint4(kiln_host_u32(p), kiln_host_u32(p + 4), kiln_host_u32(p + 8),
+                      kiln_host_u32(p + 12));
+  }
+  static unsigned u16(const kiln_u8 *p) {
+    kiln_host_aligned(p, 2, "a 2-byte shared load");
+    return (unsigned)p[0] | (unsigned)p[1] << 8;
+  }
+  static unsigned b2(const kiln_u8 *p) { return u16(p) | (u16(p + 2) << 16); }
+};
 static inline unsigned kiln_ldx4(const kiln_u8 *p) {
   kiln_host_aligned(p, 4, "a 4-byte activation load");
   return kiln_host_u32(p);

@@ -172,7 +172,7 @@ static void compile_fused(kiln_kcompiler *c, nodes *g, const char *arch) {
 static void compile_matvec_q(kiln_kcompiler *c, nodes *g, const char *arch) {
   const kiln_host_api *h = kt_kcache_host();
   if (!kiln_cuda_matvec_q_ok(&g->mm_q)) return;
-  static const kiln_cuda_matvec_shape mv[] = {{8, 4, 2}, {4, 2, 2}, {4, 1, 1}};
+  static const kiln_cuda_matvec_shape mv[] = {{8, 4, 2, 1}, {4, 2, 2, 4}, {4, 1, 1, 1}, {8, 4, 4, 2}};
   static const kiln_cuda_quant qs[] = {KILN_CUDA_QUANT_Q16, KILN_CUDA_QUANT_Q8};
   kiln_kdesc *d;
   for (size_t qi = 0; qi < 2; qi++) {
@@ -180,9 +180,11 @@ static void compile_matvec_q(kiln_kcompiler *c, nodes *g, const char *arch) {
     check_kernel(d, &g->mm_q, arch);
     for (size_t f = 0; f < sizeof mv / sizeof mv[0]; f++) {
       kiln_cuda_mvq_member m[3] = {kiln_cuda_mvq_member_of(&g->mm_q)};
+      m[0].staged = f % 2 == 1; /* both ways of reading the weight */
       KT_ASSERT_OK(kiln_cuda_matvec_q_describe(h, c, &g->mm_q, m, 1, &mv[f], qs[qi], &d));
       check_kernel(d, &g->mm_q, arch);
       m[0].bias = -1;
+      m[0].staged = !m[0].staged;
       KT_ASSERT_OK(kiln_cuda_matvec_q_describe(h, c, &g->mm_q, m, 1, &mv[f], qs[qi], &d));
       check_kernel(d, &g->mm_q, arch);
     }
@@ -197,6 +199,9 @@ static void compile_matvec_q(kiln_kcompiler *c, nodes *g, const char *arch) {
     m[2].bias = KILN_TYPE_F16;
     KT_ASSERT_OK(kiln_cuda_matvec_q_describe(h, c, &g->mm_q, m, 3, &mv[0], qs[qi], &d));
     check_kernel(d, &g->mm_q, arch);
+    m[0].staged = m[2].staged = true; /* the unaligned ones staged, the middle one direct */
+    KT_ASSERT_OK(kiln_cuda_matvec_q_describe(h, c, &g->mm_q, m, 3, &mv[3], qs[qi], &d));
+    check_kernel(d, &g->mm_q, arch);
   }
 }
 
@@ -206,7 +211,7 @@ static void compile_all(kiln_kcompiler *c, const char *arch) {
       KILN_CUDA_RMSNORM_ROW_VEC, KILN_CUDA_RMSNORM_ROWS, KILN_CUDA_RMSNORM_ROW_CC12};
   static const uint32_t warps[] = {4, 2}; /* cuda-serial/batched, cuda-cc120 */
   /* each warp its own rows, and the block's warps sharing them */
-  static const kiln_cuda_matvec_shape mv[] = {{4, 1, 2}, {4, 4, 2}, {2, 2, 2}, {2, 1, 1}};
+  static const kiln_cuda_matvec_shape mv[] = {{4, 1, 2, 1}, {4, 4, 2, 1}, {2, 2, 2, 1}, {2, 1, 1, 1}};
   for (size_t si = 0; si < sizeof shapes / sizeof shapes[0]; si++)
     for (size_t ti = 0; ti < sizeof all_types / sizeof all_types[0]; ti++) {
       /* stories260K's rows (64, 172) are too short for the K-quants */
@@ -287,7 +292,7 @@ static void test_describe_refuses(void **state) {
   s.n_ff = 2176;
   build(g, &s, KILN_TYPE_Q4_K);
   g->ff_w.nbytes = 1u << 30;
-  const kiln_cuda_matvec_shape shape = {4, 1, 2};
+  const kiln_cuda_matvec_shape shape = {4, 1, 2, 1};
   KT_ASSERT_ERR(kiln_cuda_matvec_describe(h, c, &g->mm_ff, &shape, &d),
                 KILN_STATUS_INVALID_ARGUMENT,
                 "mul_mat node 'blk.0.ffn_down': weight src0 'blk.0.ffn_down.weight': row length "
@@ -315,7 +320,7 @@ static void test_describe_refuses(void **state) {
   build(g, &shapes[1], KILN_TYPE_Q8_0);
   KT_ASSERT_ERR(kiln_cuda_bias_describe(h, c, &g->mm_ff, 256, &d), KILN_STATUS_INVALID_ARGUMENT,
                 "has no bias");
-  static const kiln_cuda_matvec_shape bad_shapes[] = {{33, 1, 2}, {4, 3, 2}, {4, 8, 2}, {4, 1, 9}};
+  static const kiln_cuda_matvec_shape bad_shapes[] = {{33, 1, 2, 1}, {4, 3, 2, 1}, {4, 8, 2, 1}, {4, 1, 9, 1}};
   static const char *const bad_why[] = {"warps 33", "k_split 3 does not divide warps 4",
                                         "k_split 8", "rows_per_group 9"};
   for (size_t i = 0; i < sizeof bad_shapes / sizeof bad_shapes[0]; i++)

@@ -16,11 +16,14 @@
 #            four tools (tools/device/sanitize.sh; SANITIZE=0 leaves it out,
 #            and it stops AFTER_SANITIZE s before the deadline), then
 #            perplexity on cpu and every CUDA backend (PERPLEXITY=0: not);
-#   then     kiln parity --per-op of the 7B file on cuda-batched against
-#            cpu:f64 (PARITY_7B=0: not), llama-bench (fa 0 and 1) and
+#   then     kiln parity --per-op of the 7B file against cpu:f64 on every
+#            CUDA backend (PARITY_BACKENDS; PARITY_7B=0: not), with the
+#            ChatML prompt of the decode issue, kiln qa (the stories260K
+#            golden set) on every CUDA backend (QA=0: not), llama-bench (fa 0 and 1) and
 #            `kiln bench` on the three CUDA backends on that one file, and
 #            `kiln bench` on cuda-batched with profile = true, once with
-#            graph = false (the per-node table) and once with graph = true.
+#            graph = false (the per-node table) and once with graph = true
+#            (BENCH=0: none of these).
 # Each stage checks the time left (DEADLINE seconds from the start, default
 # 570) and is skipped or cut, saying so; the logs of a finished stage are in
 # $OUT at once, so a call cut short still brings them back: summary.txt
@@ -33,6 +36,7 @@ out=${OUT:-/tmp/all-gpu-out}
 mkdir -p "$out"
 work=/tmp/all-gpu
 rm -rf "$work" && mkdir -p "$work"
+printf '[cuda-cc120]\nallow_lower_cc = true\n' > "$work/cc120.ini"
 deadline=${DEADLINE:-570}
 t0=$(date +%s)
 left() { echo $((deadline - ($(date +%s) - t0))); }
@@ -91,15 +95,28 @@ export KILN_PLUGIN_PATH=/tmp/kiln-build/.libs
 if [ ! -x $K ] || [ ! -f $M ]; then
   say "no kiln build or no $M: no benchmarks"
 else
-  if [ "${PARITY_7B:-1}" = 1 ] && [ "$(left)" -gt 200 ]; then
-    say "parity: the 7B Q4_K_M on cuda-batched (default modes) vs cpu:f64, per op, ChatML prompt"
-    (cd $B && timeout $(( $(left) - 120 )) ./cli/kiln parity -m $M --chat -p "Why is the sky blue?" \
-      --ref cpu:f64 --test cuda-batched --per-op > "$out/parity-7b.log" 2>&1)
-    say "parity exit $?"
-    grep -E "^(parity:|PASS|FAIL)|^logits" "$out/parity-7b.log" | head -8 | tee -a "$summary"
+  if [ "${PARITY_7B:-1}" = 1 ]; then
+    # The decode issue's prompt, ChatML written out (the synthetic file has
+    # no chat template), on each CUDA backend in its default modes.
+    prompt=$'<|im_start|>user\nWhat is the capital of France? Answer briefly.<|im_end|>\n<|im_start|>assistant\n'
+    for b in ${PARITY_BACKENDS:-cuda-batched cuda-serial cuda-cc120}; do
+      [ "$(left)" -lt 200 ] && { say "$(left) s left: parity on $b skipped"; continue; }
+      say "parity: the 7B Q4_K_M on $b vs cpu:f64, per op, the ChatML prompt"
+      (cd $B && timeout $(( $(left) - 120 )) ./cli/kiln parity -m $M -p "$prompt" --config "$work/cc120.ini" \
+        --ref cpu:f64 --test $b --per-op > "$out/parity-7b-$b.log" 2>&1)
+      say "parity $b exit $?"
+      grep -E "^(parity:|PASS|FAIL)|^logits" "$out/parity-7b-$b.log" | head -8 | tee -a "$summary"
+    done
+  fi
+  if [ "${QA:-1}" = 1 ]; then
+    for b in cuda-batched cuda-serial cuda-cc120; do
+      (cd $B && ./cli/kiln qa -m ../shared/models/stories260K.gguf --golden "$root/tests/golden/stories260K.golden" \
+        -B $b --config "$work/cc120.ini" --fallback error > "$out/qa-$b.txt" 2>&1)
+      say "qa $b (stories260K golden): exit $? $(grep '^golden' "$out/qa-$b.txt")"
+    done
   fi
 fi
-if [ ! -x $K ] || [ ! -f $M ]; then :
+if [ ! -x $K ] || [ ! -f $M ] || [ "${BENCH:-1}" = 0 ]; then :
 elif [ "$(left)" -lt 100 ]; then
   say "$(left) s left: the benchmarks are skipped (run PEER_STEPS=bench bash .peer/on-device-peer.sh next)"
 else
