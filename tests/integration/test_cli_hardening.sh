@@ -10,6 +10,10 @@ models="${KILN_MODELS_DIR:-}"
 tmp=$(mktemp -d) || exit 99
 trap 'rm -rf "$tmp"' EXIT
 fail() { echo "FAIL: $*"; exit 1; }
+# An empty environment but for PATH, and the library path where the build
+# machine keeps its libraries in a private prefix (the GPU machine's
+# sysroot): the point is no HOME, no XDG_* and no configuration.
+clean_env() { env -i PATH=/usr/bin:/bin ${LD_LIBRARY_PATH:+LD_LIBRARY_PATH="$LD_LIBRARY_PATH"} "$@"; }
 
 if [ ! -f "$models/stories260K.gguf" ]; then
   echo "SKIP: stories260K.gguf not in KILN_MODELS_DIR ($models)"; exit 77
@@ -17,7 +21,7 @@ fi
 model="$models/stories260K.gguf"
 
 # The issue's command: no HOME, no XDG_CACHE_HOME, no configuration.
-env -i PATH=/usr/bin:/bin "$kiln" run -m "$model" -p "Once upon a time" -n 16 >"$tmp/out" 2>"$tmp/err" \
+clean_env "$kiln" run -m "$model" -p "Once upon a time" -n 16 >"$tmp/out" 2>"$tmp/err" \
   || { cat "$tmp/err"; fail "env -i kiln run exited $?"; }
 grep -q "there was a little girl" "$tmp/out" || fail "env -i kiln run printed [$(cat "$tmp/out")]"
 grep -q "generated 16" "$tmp/err" || fail "env -i kiln run: no summary"
@@ -31,10 +35,10 @@ for cmd in "run -m $model -p Once -n 4" "bench -m $model -p 8 -n 4 -r 1" \
            "backends" "config --show" "inspect --no-tensors $model" "tokenize -m $model -p Once" \
            "perplexity -m $model -f $KILN_SRCDIR/tests/data/perplexity/stories.txt -c 64 --chunks 1"; do
   # shellcheck disable=SC2086 # the command's words
-  env -i PATH=/usr/bin:/bin HOME="$tmp/home" "$kiln" $cmd >"$tmp/out" 2>&1 \
+  clean_env HOME="$tmp/home" "$kiln" $cmd >"$tmp/out" 2>&1 \
     || { cat "$tmp/out"; fail "kiln $cmd exited $? with HOME set"; }
   # shellcheck disable=SC2086
-  env -i PATH=/usr/bin:/bin XDG_CACHE_HOME="$tmp/xdg" "$kiln" $cmd >"$tmp/out" 2>&1 \
+  clean_env XDG_CACHE_HOME="$tmp/xdg" "$kiln" $cmd >"$tmp/out" 2>&1 \
     || { cat "$tmp/out"; fail "kiln $cmd exited $? with XDG_CACHE_HOME set"; }
   [ -z "$(ls -A "$tmp/home")" ] || fail "kiln $cmd created $(ls -A "$tmp/home") in HOME"
   [ ! -e "$tmp/xdg" ] || fail "kiln $cmd created XDG_CACHE_HOME ($tmp/xdg)"
