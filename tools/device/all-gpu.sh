@@ -61,6 +61,7 @@ save_logs() { # what has come so far, into $out at once: a later stage may be cu
   done > "$out/tests.log"
   cp "$work/make.log" "$out/build.log" 2> /dev/null
   cp "$work/sanitize.log" "$out/sanitize.log" 2> /dev/null
+  cp "$work/sanitize-lines.txt" "$out/sanitize-lines.txt" 2> /dev/null
 }
 save_logs
 B=/tmp/kiln-build
@@ -73,7 +74,7 @@ if [ "${SANITIZE:-1}" = 1 ] && [ -x $B/cli/kiln ]; then
       timeout $t bash "$root/tools/device/sanitize.sh") > "$work/san.out" 2>&1
     san_rc=$?; [ $san_rc = 124 ] && say "compute-sanitizer cut at $t s (raise the budget)"
     gpu_rc=$((gpu_rc || san_rc))
-    grep -E '^(== compute-sanitizer|test_)' "$work/san.out" | tee -a "$summary"
+    grep -E '^(== compute-sanitizer|test_|done: )' "$work/san.out" | tee -a "$summary"
     save_logs
   fi
 fi

@@ -15,7 +15,8 @@
 # summary line must say 0 errors / 0 hazards), or when it outlasts
 # SAN_TIMEOUT seconds. Runs SAN_JOBS at a time (they share the GPU). The
 # per-run logs are concatenated into $OUT/sanitize.log (one file: the run
-# tool brings back few); the summary lines are printed last, one per suite
+# tool brings back few); each run's summary line is printed as it ends
+# (and kept in $OUT/sanitize-lines.txt), the verdicts last, one per suite
 # and tool, and the exit status is the number of failed runs.
 #   SAN_TOOLS="memcheck initcheck"   a subset of the tools
 #   SAN_SUITES="tests/gpu/test_gpu_ops"   a subset of the suites
@@ -41,15 +42,22 @@ export KILN_PLUGIN_PATH=$PWD/.libs KILN_SRCDIR=$PWD KILN_BUILDDIR=$PWD
 export XDG_CACHE_HOME=$PWD/tests/cache-home KILN_REQUIRE_GPU=1
 dir=$(mktemp -d /tmp/sanitize.XXXXXX)
 
-one() { # SUITE TOOL: runs it, writes $dir/NAME.log and $dir/NAME.rc
-  local suite=$1 tool=$2 name
+one() { # SUITE TOOL: runs it, writes $dir/NAME.log and $dir/NAME.rc, and
+  # prints its summary line at once (a sweep cut short still reports the
+  # runs that finished, also in $out/sanitize-lines.txt)
+  local suite=$1 tool=$2 name rc line
   name=$(basename "$suite")-$tool
   timeout "$limit" ./libtool --mode=execute compute-sanitizer --tool "$tool" \
     --error-exitcode 86 --print-limit 50 "$suite" > "$dir/$name.log" 2>&1
-  echo $? > "$dir/$name.rc"
+  rc=$?
+  echo $rc > "$dir/$name.rc"
+  line=$(grep -E '(ERROR|RACECHECK) SUMMARY' "$dir/$name.log" | tail -1 | sed 's/^=* *//')
+  printf 'done: %-28s %-9s exit %-3s %s\n' "$(basename "$suite")" "$tool" "$rc" \
+    "${line:-no summary line}" | tee -a "$out/sanitize-lines.txt"
 }
 export -f one
-export dir limit
+export dir limit out
+: > "$out/sanitize-lines.txt"
 t0=$(date +%s)
 for s in $SAN_SUITES; do for t in $tools; do echo "$s $t"; done; done |
   xargs -P "$jobs" -L 1 bash -c 'one "$0" "$1"'
