@@ -42,6 +42,7 @@ static const struct {
     E(ModuleLoadDataEx, "cuModuleLoadDataEx"),
     E(ModuleUnload, "cuModuleUnload"),
     E(ModuleGetFunction, "cuModuleGetFunction"),
+    E(FuncGetAttribute, "cuFuncGetAttribute"),
     E(LaunchKernel, "cuLaunchKernel"),
     E(StreamBeginCapture, "cuStreamBeginCapture"),
     E(StreamEndCapture, "cuStreamEndCapture"),

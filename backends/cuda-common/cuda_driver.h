@@ -52,6 +52,7 @@ typedef struct kiln_cu {
   KILN_CU_FN(ModuleLoadDataEx, cuModuleLoadDataEx);
   KILN_CU_FN(ModuleUnload, cuModuleUnload);
   KILN_CU_FN(ModuleGetFunction, cuModuleGetFunction);
+  KILN_CU_FN(FuncGetAttribute, cuFuncGetAttribute);
   KILN_CU_FN(LaunchKernel, cuLaunchKernel);
   /* graphs: the captured decode step (cuda_graph.c) */
   KILN_CU_FN(StreamBeginCapture, cuStreamBeginCapture);

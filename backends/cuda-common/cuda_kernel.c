@@ -16,6 +16,25 @@ static const char *kiln_kimage_kind_name_of(kiln_kimage_kind k) {
   return k == KILN_KIMAGE_PTX ? "ptx" : k == KILN_KIMAGE_CUBIN ? "cubin" : "unknown";
 }
 
+/* With profile = true: what the driver's JIT made of a kernel, once per
+ * loaded kernel (registers a thread, local memory a thread: spills, static
+ * shared memory a block), the facts `nvcc -Xptxas -v` would print, to
+ * read the per-node times against. Best effort: a failed query logs
+ * nothing. */
+static void log_resources(const kiln_cuda_backend *be, const kiln_kernel *k, const kiln_node *node,
+                          CUfunction fn) {
+  int regs = -1, local = -1, shared = -1;
+  const kiln_cu *cu = be->cu;
+  if (cu->FuncGetAttribute(&regs, CU_FUNC_ATTRIBUTE_NUM_REGS, fn) != CUDA_SUCCESS ||
+      cu->FuncGetAttribute(&local, CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES, fn) != CUDA_SUCCESS ||
+      cu->FuncGetAttribute(&shared, CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, fn) != CUDA_SUCCESS)
+    return;
+  be->host->log(KILN_LOG_INFO, be->fl->name,
+                "profile: kernel %s, first for node %.*s: %d registers, %d bytes local a thread "
+                "(spills), %d bytes shared a block",
+                k->template_name, KILN_NAME_MAX, node->name, regs, local, shared);
+}
+
 kiln_status kiln_cuda_kernel_fn(kiln_cuda_backend *be, kiln_kernel *k, const kiln_node *node,
                                 CUfunction *out_fn) {
   const kiln_host_api *host = be->host;
@@ -47,6 +66,7 @@ kiln_status kiln_cuda_kernel_fn(kiln_cuda_backend *be, kiln_kernel *k, const kil
                                    "kernel %s, entry %s", k->template_name, k->entry);
     }
     k->slot = m;
+    if (be->prof.on) log_resources(be, k, node, m->fn);
   }
   *out_fn = m->fn;
   return NULL;
