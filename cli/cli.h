@@ -44,7 +44,8 @@ enum { CLI_OPT_CONFIG = 0x1000, CLI_OPT_FALLBACK, CLI_OPT_FIRST_FREE };
 /* Their lines for a command's --help. */
 #define CLI_MODEL_HELP                                                                                           \
   "  -m, --model FILE       GGUF model ([model] path)\n"                                                        \
-  "  -c, --ctx-size N       KV cache positions ([model] n_ctx; 0 = the model's, at most 4096)\n"               \
+  "  -c, --ctx-size N       KV cache positions ([model] n_ctx; 0 = the model's whole context,\n"   \
+  "                         -1 = that, at most 4096: the default)\n"               \
   "  -b, --batch-size N     prefill micro-batch ([backend] batch)\n"                                           \
   "  -t, --threads N        cpu backend threads ([cpu] threads; 0 = one per online CPU)\n"                     \
   "  -B, --backend NAME     backend plugin ([backend] name): cpu, cuda-serial, cuda-batched, ...\n"           \

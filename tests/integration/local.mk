@@ -10,8 +10,10 @@ TESTS += tests/integration/test_golden_cpu tests/integration/test_eps_from_gguf 
 	tests/integration/test_cli_tokenize tests/integration/test_cli_run tests/integration/test_perplexity \
 	tests/integration/test_golden_qwen35 tests/integration/test_parity_qwen35 tests/integration/test_model_qwen35 \
 	tests/integration/test_output_head tests/integration/test_parity_cpu_fast \
-	tests/integration/test_tp_emulation tests/integration/test_cli.sh tests/integration/test_cli_hardening.sh tests/embed/test_embed.sh
-EXTRA_DIST += tests/integration/test_cli.sh tests/integration/test_cli_hardening.sh tests/embed/test_embed.sh \
+	tests/integration/test_tp_emulation tests/integration/test_cli.sh tests/integration/test_cli_hardening.sh tests/integration/test_n_ctx.sh \
+	tests/embed/test_embed.sh
+EXTRA_DIST += tests/integration/test_cli.sh tests/integration/test_cli_hardening.sh tests/integration/test_n_ctx.sh \
+	tests/embed/test_embed.sh \
 	tests/embed/embed_example.c \
 	tests/golden/stories260K.golden tests/golden/make_golden.py \
 	tests/golden/qwen35-tiny.golden tests/golden/qwen35-tiny.synth tests/golden/make_golden_qwen35.py

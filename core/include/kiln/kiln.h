@@ -102,7 +102,12 @@ kiln_plan *kiln_session_plan(kiln_session *s);
 const kiln_model *kiln_session_model(const kiln_session *s);
 /* Tokens in the KV cache so far (the next token's position). */
 int32_t kiln_session_pos(const kiln_session *s);
+/* The KV length in positions: the session option, else [model] n_ctx (N;
+ * 0: the model's context_length; -1: that, at most 4096). */
 int32_t kiln_session_n_ctx(const kiln_session *s);
+/* Bytes of per-sequence state the session's graph holds (the KV caches,
+ * f32 [width, n_ctx] per layer and K/V, and Qwen3.5's recurrent state). */
+uint64_t kiln_session_state_bytes(const kiln_session *s);
 /* Forgets the sequence: the next eval starts at position 0, where the KV
  * caches are overwritten and every recurrent layer's state (conv and
  * delta-rule, kiln/graph.h's RECURRENT tensors) starts again from zeros. */

@@ -20,8 +20,9 @@ static const kiln_config_key general_keys[] = {
 
 static const kiln_config_key model_keys[] = {
     {"path", KILN_CONFIG_PATH, NULL, 0, 0, NULL, "the GGUF model `kiln run` loads without -m (KILN_MODEL)"},
-    {"n_ctx", KILN_CONFIG_INT, "0", 0, 1048576, NULL,
-     "KV cache length in tokens; 0 = the model's context_length, at most 4096"},
+    {"n_ctx", KILN_CONFIG_INT, "-1", -1, 1048576, NULL,
+     "KV cache length in tokens; -1 = the model's context_length, at most 4096; 0 = the "
+     "model's whole context_length (llama.cpp's -c 0)"},
 };
 
 static const kiln_config_key backend_keys[] = {

@@ -21,14 +21,27 @@ struct kiln_session {
   uint64_t steps; /* plan steps run since open or reset, for error messages */
 };
 
-/* The KV length: an explicit one, else [model] n_ctx, else the model's
- * trained context capped at 4096 (memory for a long-context model's full
- * cache is rarely what a user wants by default). */
+/* The KV length: an explicit one, else [model] n_ctx: N, or 0 for the
+ * model's whole trained context (llama.cpp's -c 0), or -1 (the default)
+ * for that context capped at 4096 (memory for a long-context model's full
+ * cache is rarely what a user wants unasked). */
 static int32_t choose_n_ctx(const kiln_config *c, const kiln_hparams *hp, int32_t asked) {
   if (asked > 0) return asked;
   int64_t cfg = kiln_config_get_int(kiln_config_section_get(c, "model"), "n_ctx");
   if (cfg > 0) return (int32_t)cfg;
-  return hp->n_ctx_train < 4096 ? (int32_t)hp->n_ctx_train : 4096;
+  const uint32_t cap = cfg == 0 ? 1048576u : 4096u; /* the key's own maximum */
+  return (int32_t)(hp->n_ctx_train < cap ? hp->n_ctx_train : cap);
+}
+
+/* Bytes of the per-sequence state the graph holds: the KV caches (STATE)
+ * and the recurrent layers' state (RECURRENT), as the backend stores them. */
+static uint64_t state_bytes(const kiln_graph *g) {
+  uint64_t b = 0;
+  for (uint32_t i = 0; i < kiln_graph_n_tensors(g); i++) {
+    const kiln_tensor *t = kiln_graph_tensor(g, i);
+    if (t && (t->role == KILN_ROLE_STATE || t->role == KILN_ROLE_RECURRENT)) b += t->nbytes;
+  }
+  return b;
 }
 
 /* The runtime's configuration, or a copy of it with the session's own
@@ -94,8 +107,16 @@ kiln_status kiln_session_open(kiln_runtime *rt, const kiln_model *m, const kiln_
   s->config = own;
   kiln_graph_options go = {batch, n_ctx, opt->eps_override};
   kiln_status st = kiln_graph_build(m, &go, &s->graph);
+  if (!st)
+    kiln_log(KILN_LOG_INFO, NULL, "KV cache: %d positions (%s: context_length %u), %.1f MiB of state on %s",
+             n_ctx, kiln_gguf_path(kiln_model_gguf(m)), n_train,
+             (double)state_bytes(s->graph) / (1024.0 * 1024.0), backend);
   if (!st) st = kiln_plan_create(s->graph, kiln_runtime_plugins(rt), c, backend, fallback, &s->plan);
   if (!st) st = kiln_plan_preload(s->plan);
+  /* Out of memory with a long cache: say how much the cache was. */
+  if (st && s->graph && kiln_status_code_of(st) == KILN_STATUS_NO_MEMORY)
+    st = kiln_status_annotate(st, "with a KV cache of %d positions (%.1f MiB; lower -c / [model] n_ctx)",
+                              n_ctx, (double)state_bytes(s->graph) / (1024.0 * 1024.0));
   if (st) {
     kiln_session_free(s);
     return st;
@@ -116,6 +137,7 @@ kiln_plan *kiln_session_plan(kiln_session *s) { return s->plan; }
 const kiln_model *kiln_session_model(const kiln_session *s) { return s->model; }
 int32_t kiln_session_pos(const kiln_session *s) { return s->pos; }
 int32_t kiln_session_n_ctx(const kiln_session *s) { return kiln_graph_n_ctx(s->graph); }
+uint64_t kiln_session_state_bytes(const kiln_session *s) { return state_bytes(s->graph); }
 void kiln_session_reset(kiln_session *s) {
   s->pos = 0;
   s->steps = 0;

@@ -1,0 +1,33 @@
+#!/bin/sh
+# The KV length (issue 17): [model] n_ctx / -c N is N positions; 0 is the
+# model's whole context_length (llama.cpp's -c 0); -1, the default, is
+# that capped at 4096; the cache's size is logged at plan time; a prompt
+# longer than the cache is an error naming both numbers. On a synthesized
+# llama whose context_length is 8192.
+set -u
+kiln="$KILN_BUILDDIR/cli/kiln"
+models="${KILN_MODELS_DIR:-}"
+tmp=$(mktemp -d) || exit 99
+trap 'rm -rf "$tmp"' EXIT
+fail() { echo "FAIL: $*"; exit 1; }
+[ -f "$models/stories260K.gguf" ] || { echo "SKIP: no stories260K.gguf in KILN_MODELS_DIR"; exit 77; }
+"$kiln" synth --arch llama --ctx 8192 --vocab-from "$models/stories260K.gguf" -o "$tmp/m.gguf" \
+  > /dev/null 2>&1 || fail "kiln synth"
+n_ctx_of() { # the n_ctx `kiln run --json` reports for the flags "$@"
+  "$kiln" run -m "$tmp/m.gguf" -p "Once upon a time" -n 1 --json "$@" 2> "$tmp/err" |
+    sed -n 's/.*"n_ctx": *\([0-9-]*\).*/\1/p'
+}
+[ "$(n_ctx_of)" = 4096 ] || fail "default n_ctx $(n_ctx_of), not 4096 (context_length 8192 capped)"
+[ "$(n_ctx_of -c 0)" = 8192 ] || fail "-c 0 gave n_ctx $(n_ctx_of -c 0), not the context_length 8192"
+[ "$(n_ctx_of -c 100)" = 100 ] || fail "-c 100 gave $(n_ctx_of -c 100)"
+printf '[model]\nn_ctx = 0\n[general]\nlog_level = info\n' > "$tmp/c.ini"
+[ "$(n_ctx_of --config "$tmp/c.ini")" = 8192 ] || fail "[model] n_ctx = 0 gave $(n_ctx_of --config "$tmp/c.ini")"
+grep -q "KV cache: 8192 positions (.*context_length 8192), [0-9.]* MiB of state on cpu" "$tmp/err" ||
+  fail "no KV cache line at plan time: $(cat "$tmp/err")"
+echo "ok: n_ctx N, 0 (the model's 8192), the default (4096), the cache's size logged"
+"$kiln" run -m "$tmp/m.gguf" -p "Once upon a time there was a" -n 1 -c 3 > /dev/null 2> "$tmp/err" &&
+  fail "a prompt longer than the cache ran"
+grep -q "do not fit: the KV cache holds 3 positions" "$tmp/err" || fail "prompt past n_ctx: $(cat "$tmp/err")"
+"$kiln" run -m "$tmp/m.gguf" -p Once -n 1 -c -2 > /dev/null 2> "$tmp/err"
+[ $? = 2 ] || fail "-c -2 did not exit 2"
+echo "ok: a prompt longer than the cache, and -c -2, refused"
