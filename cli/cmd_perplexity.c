@@ -123,8 +123,9 @@ int cmd_perplexity(int argc, char **argv) {
   if (!st) st = kiln_tokenize(v, text, len, kiln_vocab_add_bos(v) ? KILN_TOKENIZE_ADD_BOS : 0, &ids, &n_ids);
   if (!st) st = cli_session_open(rt, m, NULL, &s);
   progress p = {json, 0.0};
+  kiln_perplexity_options po = {s ? kiln_session_n_ctx(s) : 0, n_chunks};
+  if (!st) st = kiln_perplexity_check(s, n_ids, &po); /* before the summary: nothing printed for a refusal */
   if (!st) {
-    kiln_perplexity_options po = {kiln_session_n_ctx(s), n_chunks};
     int32_t batch = kiln_graph_batch(kiln_plan_graph(kiln_session_plan(s)));
     fprintf(stderr, "kiln perplexity: %zu tokens; %lld chunks of n_ctx=%d, batch_size=%d, backend %s\n", n_ids,
             (long long)(n_ids / (size_t)po.n_ctx), po.n_ctx, batch, kiln_plan_backend_name(kiln_session_plan(s)));
