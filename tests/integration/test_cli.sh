@@ -125,6 +125,16 @@ usage 'kernels --config ""' kernels --config "" --list
 says '--config "": the configuration file path is empty'
 usage "perplexity -c 1" perplexity -m "$m" -c 1 -f "$KILN_SRCDIR/tests/data/perplexity/stories.txt"
 says "--ctx-size: [model] n_ctx = 1: a perplexity chunk needs at least 3 tokens"
+# an empty prompt would generate from BOS alone: refused, -p "" as the
+# command line's fault, an empty file as bad input
+usage 'run -p ""' run -m "$m" -p ""
+says 'the prompt is empty'
+usage 'run --chat -p ""' run -m "$m" --chat -p ""
+usage 'run -i -p ""' run -m "$m" -i -p ""
+: >"$tmp/empty.txt"
+"$kiln" run -m "$m" -f "$tmp/empty.txt" >/dev/null 2>"$tmp/err"; rc=$?
+[ $rc -eq 1 ] || fail "run -f EMPTY: exit status $rc, expected 1"
+says "$tmp/empty.txt: the prompt is empty"
 # the same backend, chunk size or path from the environment or a file is
 # bad input, not the command line: exit 1
 KILN_BACKEND=nosuch "$kiln" run -m "$m" -p x >/dev/null 2>"$tmp/err"; rc=$?
