@@ -150,6 +150,23 @@ grep -q "nosuchcommand" "$tmp/err" || fail "unknown command message"
 # failures that are not the command line's exit 1
 "$kiln" detokenize -m "$m" -p "1 abc" >/dev/null 2>"$tmp/err"; [ $? -eq 1 ] || fail "detokenize abc: not 1"
 grep -q '"abc" at byte 2 is not a token id' "$tmp/err" || { cat "$tmp/err"; fail "detokenize message"; }
+# an empty element of an id list is an error naming its position, not a
+# separator to skip; "[1, 2, 3]" and "1 2 3" stay lists
+ids() { # ids WHERE LIST: detokenize exits 1
+  where=$1; shift
+  printf '%s' "$1" | "$kiln" detokenize -m "$m" --stdin >/dev/null 2>"$tmp/err"; rc=$?
+  [ $rc -eq 1 ] || { cat "$tmp/err"; fail "detokenize [$1]: exit status $rc, expected 1"; }
+  says "standard input: $where"
+}
+"$kiln" detokenize -m "$m" -p "1,,2" >/dev/null 2>"$tmp/err"; rc=$?
+[ $rc -eq 1 ] || { cat "$tmp/err"; fail "detokenize 1,,2: exit status $rc, expected 1"; }
+says "-p: id 2 is empty (no id before the comma at byte 2)"
+ids "id 1 is empty (no id before the comma at byte 0)" ",1"
+ids "id 3 is empty (no id before the comma at byte 5)" "1, 2,, 3"
+ids "id 3 is empty (no id after the comma at byte 5)" "[1, 2,]"
+for list in "[1, 2, 3]" "1 2 3" "1,2,3" "[]" ""; do
+  printf '%s' "$list" | "$kiln" detokenize -m "$m" --stdin >/dev/null 2>"$tmp/err" || { cat "$tmp/err"; fail "detokenize [$list]"; }
+done
 "$kiln" run -m "$tmp/nosuch.gguf" -p x >/dev/null 2>&1; [ $? -eq 1 ] || fail "missing model: not 1"
 echo "ok: usage errors exit 2, failures 1"
 
