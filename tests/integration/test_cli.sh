@@ -181,6 +181,12 @@ echo "ok: hello with fallback = cpu"
 "$kiln" qa -m "$models/stories260K.gguf" --golden "$KILN_SRCDIR/tests/golden/stories260K.golden" >"$tmp/qa" \
   || { cat "$tmp/qa"; fail "kiln qa exited $?"; }
 grep -q "^golden 3/3 " "$tmp/qa" || fail "kiln qa: not golden 3/3"
+# a model without a vocabulary: the message names the file and the key
+"$kiln" synth --arch llama --vocab 512 -o "$tmp/novocab.gguf" 2>/dev/null || fail "synth without a vocabulary"
+"$kiln" qa -m "$tmp/novocab.gguf" --golden "$KILN_SRCDIR/tests/golden/stories260K.golden" >/dev/null 2>"$tmp/err"
+rc=$?; [ $rc -eq 1 ] || { cat "$tmp/err"; fail "qa without a vocabulary: exit status $rc, expected 1"; }
+grep -qF "$tmp/novocab.gguf has no vocabulary (tokenizer.ggml.model is absent)" "$tmp/err" \
+  || { cat "$tmp/err"; fail "qa without a vocabulary: message"; }
 echo "ok: kiln qa golden 3/3"
 
 # synth + chat + parity on a small Qwen2-shaped model with the real vocabulary
