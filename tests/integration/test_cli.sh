@@ -170,6 +170,22 @@ done
 "$kiln" run -m "$tmp/nosuch.gguf" -p x >/dev/null 2>&1; [ $? -eq 1 ] || fail "missing model: not 1"
 echo "ok: usage errors exit 2, failures 1"
 
+# the README's detokenize example: its ids give the text it says, with the
+# vocabulary it names
+line=$(grep '^    kiln detokenize -m ' "$KILN_SRCDIR/README.md")
+vocab=$(printf '%s\n' "$line" | sed -n 's/^    kiln detokenize -m \([^ ]*\.gguf\) .*/\1/p')
+ids=$(printf '%s\n' "$line" | sed -n 's/.* -p "\([0-9 ]*\)".*/\1/p')
+said=$(printf '%s\n' "$line" | sed -n 's/.*# "\([^"]*\)".*/\1/p')
+[ -n "$vocab" ] && [ -n "$ids" ] && [ -n "$said" ] || fail "README: the detokenize line names no vocabulary, ids and text [$line]"
+if [ -f "$models/$vocab" ]; then
+  got=$("$kiln" detokenize -m "$models/$vocab" -p "$ids" 2>"$tmp/err") || { cat "$tmp/err"; fail "README's detokenize example"; }
+  [ "$got" = "$said" ] || fail "README: detokenize -p \"$ids\" on $vocab gives [$got], the README says [$said]"
+  # and what the prose says of stories260K
+  got=$("$kiln" detokenize -m "$m" -p "1 346 306 414 263 304 341") || fail "stories260K detokenize"
+  [ "$got" = "<s>Hello world" ] || fail "stories260K: [$got]"
+  echo "ok: the README's detokenize example"
+fi
+
 # hello with fallback = cpu: same text, fallback summary on stderr
 "$kiln" run --config "$KILN_SRCDIR/conf/hello.ini" -m "$models/stories260K.gguf" -p "Once upon a time" -n 64 \
   >"$tmp/out2" 2>"$tmp/err2" || { cat "$tmp/err2"; fail "hello run exited $?"; }
