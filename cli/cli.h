@@ -72,8 +72,14 @@ bool cli_override(cli_common *c, const char *section, const char *key, const cha
 /* Opens the runtime with the environment, the file and the overrides; on
  * the build tree's own binary, the build's plugin folder is searched too.
  * When it fails, and would not without the command line's overrides,
- * c->flags_at_fault is set. */
+ * c->flags_at_fault is set; so it is for an empty --config and for a
+ * -B/--backend that names no plugin found (cli_backend_check). */
 kiln_status cli_runtime_open(cli_common *c, kiln_runtime **out_runtime);
+
+/* A backend named on the command line by `flag` (-B, parity's --ref and
+ * --test): an error naming the flag and the name, with c->flags_at_fault
+ * set, when rt finds no plugin of that name; NULL when it does. */
+kiln_status cli_backend_check(cli_common *c, kiln_runtime *rt, const char *flag, const char *name);
 
 /* [model] path of the runtime's configuration, or an error saying to give
  * -m. */

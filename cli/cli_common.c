@@ -49,9 +49,40 @@ static const char *build_plugins(void) {
   return KILN_ABS_BUILDDIR "/.libs";
 }
 
+kiln_status cli_backend_check(cli_common *c, kiln_runtime *rt, const char *flag, const char *name) {
+  kiln_plugin_registry *r = kiln_runtime_plugins(rt);
+  if (kiln_plugin_registry_has(r, name)) return NULL;
+  kiln_plugin *p = NULL;
+  /* not there, or not a name: the registry's message says which, and where it looked */
+  kiln_status st = kiln_plugin_registry_get(r, name, &p);
+  if (!st) return NULL;
+  c->flags_at_fault = true;
+  return kiln_status_annotate(st, "%s %s", flag, name);
+}
+
+/* The -B/--backend value, when the command line gave one (the last wins). */
+static const char *backend_flag(const cli_common *c) {
+  const char *name = NULL;
+  for (size_t i = 0; i < c->n_overrides; i++)
+    if (!strcmp(c->overrides[i].section, "backend") && !strcmp(c->overrides[i].key, "name"))
+      name = c->overrides[i].value;
+  return name;
+}
+
 kiln_status cli_runtime_open(cli_common *c, kiln_runtime **out_runtime) {
+  *out_runtime = NULL;
+  if (c->config_path && !*c->config_path) {
+    c->flags_at_fault = true;
+    return kiln_status_new(KILN_STATUS_INVALID_ARGUMENT, "--config \"\": the configuration file path is empty");
+  }
   kiln_runtime_options opt = {c->config_path, true, c->overrides, c->n_overrides, build_plugins()};
   kiln_status st = kiln_runtime_open(&opt, out_runtime);
+  const char *backend = backend_flag(c);
+  if (!st && backend && (st = cli_backend_check(c, *out_runtime, "--backend", backend))) {
+    kiln_runtime_free(*out_runtime);
+    *out_runtime = NULL;
+    return st;
+  }
   if (st && c->n_overrides) {
     /* the same without the command line's values: if that opens, the
        flags were at fault (a malformed or out-of-range value: exit 2) */

@@ -73,7 +73,7 @@ static void show(const char *name, const char *path, void *user) {
 int cmd_backends(int argc, char **argv) {
   static const struct option longopts[] = {
       {"config", required_argument, 0, 'c'}, {"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
-  cli_common cc = {0};
+  cli_common cc = {.cmd = "backends"};
   int opt;
   optind = 1;
   while ((opt = getopt_long(argc, argv, "c:h", longopts, NULL)) != -1) {
@@ -92,7 +92,7 @@ int cmd_backends(int argc, char **argv) {
   }
   kiln_runtime *rt;
   kiln_status st = cli_runtime_open(&cc, &rt);
-  if (st) return cli_fail("backends", st);
+  if (st) return cli_exit(&cc, st);
   list_state ls = {rt, kiln_runtime_plugins(rt), 0, 0};
   printf("kiln %s, plugin ABI %d.%d\n\n", kiln_version(), KILN_PLUGIN_ABI_MAJOR, KILN_PLUGIN_ABI_MINOR);
   kiln_plugin_registry_scan(ls.r, show, &ls);

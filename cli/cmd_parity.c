@@ -176,6 +176,8 @@ int cmd_parity(int argc, char **argv) {
   if (!cli_prompt("parity", prompt, prompt_file, escape, &text, &len, &st)) return CLI_EXIT_USAGE;
   const char *model_path = NULL;
   if (!st) st = cli_runtime_open(&cc, &rt);
+  if (!st) st = cli_backend_check(&cc, rt, "--ref", o.ref.backend);
+  if (!st) st = cli_backend_check(&cc, rt, "--test", o.test.backend);
   if (!st) st = cli_model_path(rt, &model_path);
   if (!st && csv && same_file(csv, model_path))
     st = kiln_status_new(KILN_STATUS_INVALID_ARGUMENT, "--csv %s is the model file %s", csv, model_path);

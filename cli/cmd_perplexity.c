@@ -47,6 +47,22 @@ static void on_chunk(int32_t chunk, int32_t n_chunk, double ppl, double seconds,
   else cli_progress_clear();
 }
 
+/* [model] n_ctx is the chunk size here, and a chunk needs at least 3
+ * tokens (kiln/perplexity.h): refused before the model is read, naming
+ * where the value came from; exit 2 when that is -c. 0 (the model's) is
+ * checked with the session. */
+static kiln_status check_chunk_size(cli_common *cc, kiln_runtime *rt) {
+  const kiln_config_section *ms = kiln_config_section_get(kiln_runtime_config(rt), "model");
+  int64_t n_ctx = kiln_config_get_int(ms, "n_ctx");
+  if (n_ctx == 0 || n_ctx >= 3) return NULL;
+  const char *origin = kiln_config_origin(ms, "n_ctx");
+  cc->flags_at_fault = !strcmp(origin, "--ctx-size");
+  return kiln_status_new(KILN_STATUS_INVALID_ARGUMENT,
+                         "%s: [model] n_ctx = %lld: a perplexity chunk needs at least 3 tokens (fewer leave no "
+                         "token to score)",
+                         origin, (long long)n_ctx);
+}
+
 int cmd_perplexity(int argc, char **argv) {
   enum { O_CHUNKS = CLI_OPT_FIRST_FREE, O_JSON };
   static const struct option longopts[] = {
@@ -96,6 +112,7 @@ int cmd_perplexity(int argc, char **argv) {
   int32_t *ids = NULL;
   kiln_perplexity_result r = {0};
   kiln_status st = cli_runtime_open(&cc, &rt);
+  if (!st) st = check_chunk_size(&cc, rt);
   if (!st) st = cli_model_path(rt, &model_path);
   if (!st) st = kiln_model_open(model_path, &m);
   const kiln_vocab *v = m ? kiln_model_vocab(m) : NULL;
@@ -106,8 +123,9 @@ int cmd_perplexity(int argc, char **argv) {
   if (!st) st = kiln_tokenize(v, text, len, kiln_vocab_add_bos(v) ? KILN_TOKENIZE_ADD_BOS : 0, &ids, &n_ids);
   if (!st) st = cli_session_open(rt, m, NULL, &s);
   progress p = {json, 0.0};
+  kiln_perplexity_options po = {s ? kiln_session_n_ctx(s) : 0, n_chunks};
+  if (!st) st = kiln_perplexity_check(s, n_ids, &po); /* before the summary: nothing printed for a refusal */
   if (!st) {
-    kiln_perplexity_options po = {kiln_session_n_ctx(s), n_chunks};
     int32_t batch = kiln_graph_batch(kiln_plan_graph(kiln_session_plan(s)));
     fprintf(stderr, "kiln perplexity: %zu tokens; %lld chunks of n_ctx=%d, batch_size=%d, backend %s\n", n_ids,
             (long long)(n_ids / (size_t)po.n_ctx), po.n_ctx, batch, kiln_plan_backend_name(kiln_session_plan(s)));

@@ -94,6 +94,9 @@ static int run_once(cli_common *cc, const run_args *a, kiln_runtime *rt, kiln_mo
   run_output out = {.json = a->json};
   kiln_status st = NULL;
   if (!cli_prompt("run", a->prompt, a->file, a->escape, &text, &len, &st)) return CLI_EXIT_USAGE;
+  if (!st && len == 0) /* an empty -f: bad input (cmd_run refuses an empty -p) */
+    st = kiln_status_new(KILN_STATUS_INVALID_ARGUMENT, "%s: the prompt is empty",
+                         !a->file ? "-p" : strcmp(a->file, "-") ? a->file : "standard input");
   if (!st) {
     char *rendered = NULL;
     st = kiln_prompt_tokenize(v, kiln_model_chat_template(model), text, len, a->chat, a->parse_special, a->system,
@@ -181,6 +184,8 @@ static int run_chat(cli_common *cc, const run_args *a, kiln_runtime *rt, kiln_mo
   if (!st && (a->prompt || a->file) && cli_prompt("run", a->prompt, a->file, a->escape, &first, &first_len, &st) &&
       !st && memchr(first, 0, first_len))
     st = kiln_status_new(KILN_STATUS_INVALID_ARGUMENT, "the first message holds a NUL byte");
+  if (!st && first && first_len == 0) /* -f (cmd_run refuses an empty -p) */
+    st = kiln_status_new(KILN_STATUS_INVALID_ARGUMENT, "%s: the first message is empty", a->file ? a->file : "-p");
   if (!st) st = cli_session_open(rt, model, NULL, &session);
   if (!st) st = open_sampler(cfg, &sampler);
   int rc;
@@ -270,6 +275,9 @@ int cmd_run(int argc, char **argv) {
     usage(stderr);
     return cli_usage_error("run", "give exactly one of -p PROMPT and -f FILE");
   }
+  /* with BOS added it would tokenize to BOS alone and generate from that
+   * (and a conversation skips empty lines: no empty first message either) */
+  if (a.prompt && !*a.prompt) return cli_usage_error("run", "-p \"\": the prompt is empty");
   if (a.conversation && a.prompt && a.file) return cli_usage_error("run", "give at most one of -p and -f with -i");
   if (a.system && !a.chat && !a.conversation)
     return cli_usage_error("run", "a system message needs the chat template (--chat or -i)");

@@ -191,14 +191,29 @@ int cmd_tokenize(int argc, char **argv) {
   return rc;
 }
 
-/* Ids separated by spaces, commas, newlines, with optional brackets. */
+/* Ids separated by spaces, commas, newlines, with optional brackets. A
+ * comma separates two ids: one with no id before it (",1", "1,,2") or
+ * after it ("1,") marks an empty element, an error naming its position,
+ * not a separator to skip. */
 static kiln_status parse_ids(const char *what, const char *text, size_t len, int32_t **out, size_t *out_n) {
-  size_t cap = 64, n = 0;
+  size_t cap = 64, n = 0, comma = 0;
+  bool after_id = false, after_comma = false;
   int32_t *ids = malloc(cap * sizeof *ids);
   if (!ids) return kiln_status_new(KILN_STATUS_NO_MEMORY, "ids");
   for (size_t i = 0; i < len;) {
     char c = text[i];
-    if (c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == ',' || c == '[' || c == ']') {
+    if (c == ',') {
+      if (!after_id) {
+        free(ids);
+        return kiln_status_new(KILN_STATUS_INVALID_ARGUMENT, "%s: id %zu is empty (no id before the comma at byte %zu)",
+                               what, n + 1, i);
+      }
+      after_id = false;
+      after_comma = true;
+      comma = i++;
+      continue;
+    }
+    if (c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '[' || c == ']') {
       i++;
       continue;
     }
@@ -227,7 +242,14 @@ static kiln_status parse_ids(const char *what, const char *text, size_t len, int
       cap *= 2;
     }
     ids[n++] = (int32_t)v;
+    after_id = true;
+    after_comma = false;
     i = j;
+  }
+  if (after_comma) {
+    free(ids);
+    return kiln_status_new(KILN_STATUS_INVALID_ARGUMENT, "%s: id %zu is empty (no id after the comma at byte %zu)",
+                           what, n + 1, comma);
   }
   *out = ids;
   *out_n = n;

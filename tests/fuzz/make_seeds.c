@@ -73,11 +73,16 @@ static void gguf_vocab(void) {
   kiln_gguf_writer *w;
   check(kiln_gguf_writer_new(&w), "new");
   check(kiln_gguf_writer_set_str(w, "tokenizer.ggml.model", "llama"), "model");
-  const char *toks[] = {"<unk>", "<s>", "</s>", "\xe2\x96\x81", "a", "b", "\xe2\x96\x81" "ab", "<0x0A>"};
+  /* "\u2581ab" is one token, in two literals so that \x81 does not take the
+   * "ab" into its hex escape; parenthesized: one element, no comma missing */
+  const char *toks[] = {"<unk>", "<s>", "</s>", "\xe2\x96\x81", "a", "b", ("\xe2\x96\x81" "ab"), "<0x0A>"};
   check(kiln_gguf_writer_set_arr_str(w, "tokenizer.ggml.tokens", toks, 8), "tokens");
   const float scores[] = {0, 0, 0, -1, -2, -3, -1.5f, 0};
   check(kiln_gguf_writer_set_arr(w, "tokenizer.ggml.scores", KILN_GGUF_FLOAT32, scores, 8), "scores");
   const int32_t types[] = {2, 3, 3, 1, 1, 1, 1, 6};
+  _Static_assert(sizeof toks / sizeof toks[0] == 8 && sizeof scores / sizeof scores[0] == 8 &&
+                     sizeof types / sizeof types[0] == 8,
+                 "8 tokens, each with a score and a type");
   check(kiln_gguf_writer_set_arr_i32(w, "tokenizer.ggml.token_type", types, 8), "types");
   check(kiln_gguf_writer_set_u32(w, "tokenizer.ggml.bos_token_id", 1), "bos");
   put_gguf(w, "vocab_only.gguf");

@@ -68,9 +68,6 @@ grep -q "missing.ini: cannot open configuration file" "$tmp/err" || fail "missin
 printf 'not a model' >"$tmp/junk.gguf"
 "$kiln" run -m "$tmp/junk.gguf" -p x >/dev/null 2>"$tmp/err" && fail "junk model accepted"
 grep -q "junk.gguf" "$tmp/err" || fail "junk model message"
-# an unknown backend names what was searched
-"$kiln" run -m "$models/stories260K.gguf" -B nosuch -p x >/dev/null 2>"$tmp/err" && fail "unknown backend accepted"
-grep -q 'no backend plugin "nosuch"' "$tmp/err" || fail "unknown backend message"
 echo "ok: errors name file and line, exit 1"
 
 # a command line that cannot be used exits 2 in every subcommand: unknown
@@ -100,13 +97,94 @@ usage "config --keys --show" config --keys --show
 usage "inspect without a file" inspect
 usage "synth without --arch" synth -o "$tmp/x.gguf"
 usage "kernels --config without FILE" kernels --config
+# a flag naming a backend no plugin provides, an empty --config, a
+# perplexity chunk too small: each names the flag and its value
+says() { # says TEXT: the last command's message holds TEXT
+  grep -qF -- "$1" "$tmp/err" || { cat "$tmp/err"; fail "message lacks [$1]"; }
+}
+usage "run -B nosuch" run -m "$m" -B nosuch -p x
+says '--backend nosuch: no backend plugin "nosuch"'
+says "is in none of"
+usage "run -B ../x" run -m "$m" -B ../x -p x
+says '--backend ../x: "../x" is not a backend name'
+usage "qa -B nosuch" qa -m "$m" -B nosuch --golden "$KILN_SRCDIR/tests/golden/stories260K.golden"
+usage "bench -B nosuch" bench -m "$m" -B nosuch -p 8 -n 0 -r 1
+usage "perplexity -B nosuch" perplexity -m "$m" -B nosuch -f "$m"
+usage "parity -B nosuch" parity -m "$m" -p x -B nosuch --ref cpu --test cpu
+usage "parity --test nosuch" parity -m "$m" -p x --ref cpu --test nosuch
+says '--test nosuch: no backend plugin "nosuch"'
+usage "parity --ref nosuch" parity -m "$m" -p x --ref nosuch --test cpu
+says '--ref nosuch: no backend plugin "nosuch"'
+usage "config --show -B nosuch" config --show -B nosuch
+usage 'run --config ""' run -m "$m" --config "" -p x
+says '--config "": the configuration file path is empty'
+usage 'perplexity --config ""' perplexity -m "$m" --config "" -f "$m"
+usage 'config --show --config ""' config --show --config ""
+usage 'backends --config ""' backends --config ""
+usage 'kernels --config ""' kernels --config "" --list
+says '--config "": the configuration file path is empty'
+usage "perplexity -c 1" perplexity -m "$m" -c 1 -f "$KILN_SRCDIR/tests/data/perplexity/stories.txt"
+says "--ctx-size: [model] n_ctx = 1: a perplexity chunk needs at least 3 tokens"
+# an empty prompt would generate from BOS alone: refused, -p "" as the
+# command line's fault, an empty file as bad input
+usage 'run -p ""' run -m "$m" -p ""
+says 'the prompt is empty'
+usage 'run --chat -p ""' run -m "$m" --chat -p ""
+usage 'run -i -p ""' run -m "$m" -i -p ""
+: >"$tmp/empty.txt"
+"$kiln" run -m "$m" -f "$tmp/empty.txt" >/dev/null 2>"$tmp/err"; rc=$?
+[ $rc -eq 1 ] || fail "run -f EMPTY: exit status $rc, expected 1"
+says "$tmp/empty.txt: the prompt is empty"
+# the same backend, chunk size or path from the environment or a file is
+# bad input, not the command line: exit 1
+KILN_BACKEND=nosuch "$kiln" run -m "$m" -p x >/dev/null 2>"$tmp/err"; rc=$?
+[ $rc -eq 1 ] || fail "KILN_BACKEND=nosuch: exit status $rc, expected 1"
+says 'no backend plugin "nosuch"'
+printf '[model]\nn_ctx = 2\n' >"$tmp/ctx2.ini"
+"$kiln" perplexity --config "$tmp/ctx2.ini" -m "$m" -f "$KILN_SRCDIR/tests/data/perplexity/stories.txt" \
+  >/dev/null 2>"$tmp/err"; rc=$?
+[ $rc -eq 1 ] || fail "[model] n_ctx = 2 in a file: exit status $rc, expected 1"
+says "$tmp/ctx2.ini:2: [model] n_ctx = 2: a perplexity chunk needs at least 3 tokens"
 usage "unknown command" nosuchcommand
 grep -q "nosuchcommand" "$tmp/err" || fail "unknown command message"
 # failures that are not the command line's exit 1
 "$kiln" detokenize -m "$m" -p "1 abc" >/dev/null 2>"$tmp/err"; [ $? -eq 1 ] || fail "detokenize abc: not 1"
 grep -q '"abc" at byte 2 is not a token id' "$tmp/err" || { cat "$tmp/err"; fail "detokenize message"; }
+# an empty element of an id list is an error naming its position, not a
+# separator to skip; "[1, 2, 3]" and "1 2 3" stay lists
+ids() { # ids WHERE LIST: detokenize exits 1
+  where=$1; shift
+  printf '%s' "$1" | "$kiln" detokenize -m "$m" --stdin >/dev/null 2>"$tmp/err"; rc=$?
+  [ $rc -eq 1 ] || { cat "$tmp/err"; fail "detokenize [$1]: exit status $rc, expected 1"; }
+  says "standard input: $where"
+}
+"$kiln" detokenize -m "$m" -p "1,,2" >/dev/null 2>"$tmp/err"; rc=$?
+[ $rc -eq 1 ] || { cat "$tmp/err"; fail "detokenize 1,,2: exit status $rc, expected 1"; }
+says "-p: id 2 is empty (no id before the comma at byte 2)"
+ids "id 1 is empty (no id before the comma at byte 0)" ",1"
+ids "id 3 is empty (no id before the comma at byte 5)" "1, 2,, 3"
+ids "id 3 is empty (no id after the comma at byte 5)" "[1, 2,]"
+for list in "[1, 2, 3]" "1 2 3" "1,2,3" "[]" ""; do
+  printf '%s' "$list" | "$kiln" detokenize -m "$m" --stdin >/dev/null 2>"$tmp/err" || { cat "$tmp/err"; fail "detokenize [$list]"; }
+done
 "$kiln" run -m "$tmp/nosuch.gguf" -p x >/dev/null 2>&1; [ $? -eq 1 ] || fail "missing model: not 1"
 echo "ok: usage errors exit 2, failures 1"
+
+# the README's detokenize example: its ids give the text it says, with the
+# vocabulary it names
+line=$(grep '^    kiln detokenize -m ' "$KILN_SRCDIR/README.md")
+vocab=$(printf '%s\n' "$line" | sed -n 's/^    kiln detokenize -m \([^ ]*\.gguf\) .*/\1/p')
+ids=$(printf '%s\n' "$line" | sed -n 's/.* -p "\([0-9 ]*\)".*/\1/p')
+said=$(printf '%s\n' "$line" | sed -n 's/.*# "\([^"]*\)".*/\1/p')
+[ -n "$vocab" ] && [ -n "$ids" ] && [ -n "$said" ] || fail "README: the detokenize line names no vocabulary, ids and text [$line]"
+if [ -f "$models/$vocab" ]; then
+  got=$("$kiln" detokenize -m "$models/$vocab" -p "$ids" 2>"$tmp/err") || { cat "$tmp/err"; fail "README's detokenize example"; }
+  [ "$got" = "$said" ] || fail "README: detokenize -p \"$ids\" on $vocab gives [$got], the README says [$said]"
+  # and what the prose says of stories260K
+  got=$("$kiln" detokenize -m "$m" -p "1 346 306 414 263 304 341") || fail "stories260K detokenize"
+  [ "$got" = "<s>Hello world" ] || fail "stories260K: [$got]"
+  echo "ok: the README's detokenize example"
+fi
 
 # hello with fallback = cpu: same text, fallback summary on stderr
 "$kiln" run --config "$KILN_SRCDIR/conf/hello.ini" -m "$models/stories260K.gguf" -p "Once upon a time" -n 64 \
@@ -119,6 +197,12 @@ echo "ok: hello with fallback = cpu"
 "$kiln" qa -m "$models/stories260K.gguf" --golden "$KILN_SRCDIR/tests/golden/stories260K.golden" >"$tmp/qa" \
   || { cat "$tmp/qa"; fail "kiln qa exited $?"; }
 grep -q "^golden 3/3 " "$tmp/qa" || fail "kiln qa: not golden 3/3"
+# a model without a vocabulary: the message names the file and the key
+"$kiln" synth --arch llama --vocab 512 -o "$tmp/novocab.gguf" 2>/dev/null || fail "synth without a vocabulary"
+"$kiln" qa -m "$tmp/novocab.gguf" --golden "$KILN_SRCDIR/tests/golden/stories260K.golden" >/dev/null 2>"$tmp/err"
+rc=$?; [ $rc -eq 1 ] || { cat "$tmp/err"; fail "qa without a vocabulary: exit status $rc, expected 1"; }
+grep -qF "$tmp/novocab.gguf has no vocabulary (tokenizer.ggml.model is absent)" "$tmp/err" \
+  || { cat "$tmp/err"; fail "qa without a vocabulary: message"; }
 echo "ok: kiln qa golden 3/3"
 
 # synth + chat + parity on a small Qwen2-shaped model with the real vocabulary

@@ -165,16 +165,26 @@ static void test_pattern_from_the_file(void **state) {
                 "qwen35.attention.recurrent_layers and qwen35.full_attention_interval are both missing");
 }
 
+/* Each required key, the common ones every architecture reads included:
+ * the error names the file and the key. */
 static void test_missing_keys(void **state) {
   (void)state;
   const char *src = synth("keys", NULL, true);
   static const char *keys[] = {"qwen35.ssm.conv_kernel", "qwen35.ssm.inner_size", "qwen35.ssm.state_size",
                                "qwen35.ssm.time_step_rank", "qwen35.ssm.group_count",
                                "qwen35.rope.dimension_sections", "qwen35.rope.freq_base",
-                               "qwen35.attention.layer_norm_rms_epsilon"};
+                               "qwen35.attention.layer_norm_rms_epsilon", "qwen35.context_length",
+                               "qwen35.embedding_length", "qwen35.block_count", "qwen35.feed_forward_length",
+                               "qwen35.attention.head_count"};
   for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++) {
     kiln_model *m;
-    KT_ASSERT_ERR(kiln_model_open(rewrite(src, "missing", keys[i], false), &m), KILN_STATUS_NOT_FOUND, keys[i]);
+    const char *path = rewrite(src, "missing", keys[i], false);
+    kiln_status st = kiln_model_open(path, &m);
+    assert_non_null(st);
+    assert_int_equal(kiln_status_code_of(st), KILN_STATUS_NOT_FOUND);
+    if (!strstr(kiln_status_message(st), path) || !strstr(kiln_status_message(st), keys[i]))
+      fail_msg("\"%s\" names not both the file %s and the key %s", kiln_status_message(st), path, keys[i]);
+    kiln_status_free(st);
   }
 }
 

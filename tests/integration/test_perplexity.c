@@ -203,10 +203,22 @@ static void test_command(void **state) {
   assert_int_equal(json_integer_value(json_object_get(j, "n_chunk")), 2);
   json_decref(j);
   kt_proc_free(&p);
+  /* refusals come before the chunk summary, and print nothing else */
   const char *big[] = {"perplexity", "-m", model, "-f", text, "-c", "2048", NULL};
   assert_true(kt_kiln(big, NULL, 0, false, &p));
   assert_int_equal(p.status, 1);
   assert_non_null(strstr(p.err, "you need at least 4096 tokens"));
+  assert_null(strstr(p.err, "chunks of n_ctx"));
+  assert_int_equal(p.out_len, 0);
+  kt_proc_free(&p);
+  /* a chunk of fewer than 3 tokens from -c: the command line's fault (exit
+   * 2), naming the flag and its value */
+  const char *tiny[] = {"perplexity", "-m", model, "-f", text, "-c", "1", NULL};
+  assert_true(kt_kiln(tiny, NULL, 0, false, &p));
+  if (p.status != 2) fail_msg("-c 1: exit %d, expected 2: %s", p.status, p.err);
+  assert_non_null(strstr(p.err, "--ctx-size: [model] n_ctx = 1: a perplexity chunk needs at least 3 tokens"));
+  assert_null(strstr(p.err, "chunks of n_ctx"));
+  assert_int_equal(p.out_len, 0);
   kt_proc_free(&p);
   free(buf);
   free(text);

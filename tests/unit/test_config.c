@@ -92,6 +92,41 @@ static void test_unknown_section(void **state) {
   expect_error("[backend]\nname = cpu\n\n[bakend]\nname = x\n", 5, "unknown section [bakend]");
 }
 
+/* inih calls no handler for a [section] line with no key under it (Debian's
+ * libinih is built without INI_CALL_HANDLER_ON_NEW_SECTION): such a line
+ * once passed unchecked. */
+static void test_unknown_section_without_keys(void **state) {
+  (void)state;
+  expect_error("[nosuch]\n", 1, "unknown section [nosuch]");
+  expect_error("[backend]\nname = cpu\n\n[nosuch]\n; no key\n", 4, "unknown section [nosuch]");
+  expect_error("[nosuch]\n[backend]\nname = cpu\n", 1, "unknown section [nosuch]");
+  expect_error("\xEF\xBB\xBF  [nosuch]   ; a comment\n", 1, "unknown section [nosuch]");
+}
+
+static void on_undeclared(const char *section, void *user) {
+  char *seen = user;
+  strcat(seen, section);
+  strcat(seen, ";");
+}
+
+/* A known section with no key is fine, and so is a plugin's, named to the
+ * loader so the plugin can declare it. */
+static void test_known_section_without_keys(void **state) {
+  (void)state;
+  static const kiln_config_key keys[] = {{"threads", KILN_CONFIG_INT, "0", 0, 64, NULL, "threads"}};
+  char *p = write_ini("bare.ini", "[backend]\n[sampling]\n; none\n[cpu]\n[cpu]\n");
+  kiln_config *c;
+  KT_ASSERT_OK(kiln_config_new(&c));
+  KT_ASSERT_OK(kiln_config_load_file(c, p));
+  KT_ASSERT_OK(kiln_config_validate(c, true));
+  char seen[64] = "";
+  kiln_config_each_undeclared(c, on_undeclared, seen);
+  assert_string_equal(seen, "cpu;");
+  KT_ASSERT_OK(kiln_config_declare(c, "cpu", keys, 1));
+  KT_ASSERT_OK(kiln_config_validate(c, false));
+  kiln_config_free(c);
+}
+
 static void test_bad_values(void **state) {
   (void)state;
   expect_error("[backend]\nbatch = many\n", 2, "not an integer");
@@ -234,6 +269,8 @@ int main(void) {
       cmocka_unit_test(test_file_values_and_origin),
       cmocka_unit_test(test_unknown_key),
       cmocka_unit_test(test_unknown_section),
+      cmocka_unit_test(test_unknown_section_without_keys),
+      cmocka_unit_test(test_known_section_without_keys),
       cmocka_unit_test(test_bad_values),
       cmocka_unit_test(test_duplicate_and_syntax),
       cmocka_unit_test(test_nul_in_value),

@@ -18,11 +18,17 @@
 #include "kiln/tokenizer.h"
 #include "testutil.h"
 
-/* A 6-token SentencePiece vocabulary. */
+/* A 6-token SentencePiece vocabulary. The last token is "\u2581a", split
+ * into two literals because "\xE2\x96\x81a" would read \x81a as one hex
+ * escape; the parentheses say it is one element (clang's
+ * -Wstring-concatenation asks whether a comma is missing). */
 static const char *const spm_tokens[] = {"<unk>", "<s>", "</s>", "\xE2\x96\x81", "a",
-                                         "\xE2\x96\x81" "a"};
+                                         ("\xE2\x96\x81" "a")};
 static const float spm_scores[] = {0, 0, 0, -3, -2, -1};
 static const int32_t spm_types[] = {2, 3, 3, 1, 1, 1};
+_Static_assert(sizeof spm_tokens / sizeof spm_tokens[0] == sizeof spm_scores / sizeof spm_scores[0] &&
+                   sizeof spm_tokens / sizeof spm_tokens[0] == sizeof spm_types / sizeof spm_types[0],
+               "one score and one type per token");
 
 static kiln_gguf_writer *spm_writer(void) {
   kiln_gguf_writer *w = NULL;

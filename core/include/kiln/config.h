@@ -68,13 +68,15 @@ kiln_status kiln_config_set(kiln_config *c, const char *section, const char *key
 /* Checks every entry from the file, the environment and kiln_config_set()
  * against the declared schemas. With `allow_undeclared_sections` (used
  * before plugins are loaded), entries of unknown sections are kept for a
- * later call; otherwise each is an error naming file and line. All problems
- * are reported in one status, one per line. */
+ * later call; otherwise each is an error naming file and line, as is a
+ * [section] line of the file with no key under it whose section is not
+ * declared. All problems are reported in one status, one per line. */
 kiln_status kiln_config_validate(kiln_config *c, bool allow_undeclared_sections);
 
 /* Calls fn for each distinct section named by an entry (file, environment
- * or flag) that is not declared yet: the plugin loader loads the plugin of
- * that name so it can declare its keys. */
+ * or flag), or by a [section] line of the file with no key under it, that
+ * is not declared yet: the plugin loader loads the plugin of that name so
+ * it can declare its keys. */
 void kiln_config_each_undeclared(const kiln_config *c, void (*fn)(const char *section, void *user),
                                  void *user);
 

@@ -68,6 +68,10 @@ kiln_status kiln_perplexity(kiln_session *s, const int32_t *tokens, size_t n_tok
                             const kiln_perplexity_options *opt, kiln_perplexity_callback cb, void *user,
                             kiln_perplexity_result *out);
 
+/* kiln_perplexity's checks of its arguments alone, the same errors: for a
+ * caller that prints what it is about to do only once it can be done. */
+kiln_status kiln_perplexity_check(const kiln_session *s, size_t n_tokens, const kiln_perplexity_options *opt);
+
 /* Frees out->chunk_ppl and zeroes the result. */
 void kiln_perplexity_result_clear(kiln_perplexity_result *r);
 

@@ -32,11 +32,19 @@ struct kiln_config_section {
   const char **origins;
 };
 
+/* A [section] line of the file with no key under it: inih calls no
+ * handler for one, yet an unknown name there is as wrong as anywhere. */
+typedef struct bare_section {
+  char *name, *origin; /* origin: "conf/kiln.ini:7" */
+} bare_section;
+
 struct kiln_config {
   kiln_config_section **sections;
   size_t n_sections;
   entry *entries;
   size_t n_entries, cap_entries;
+  bare_section *bare;
+  size_t n_bare;
   char *file;
 };
 
@@ -194,6 +202,11 @@ void kiln_config_free(kiln_config *c) {
     free(c->entries[i].origin);
     free(c->entries[i].base_dir);
   }
+  for (size_t i = 0; i < c->n_bare; i++) {
+    free(c->bare[i].name);
+    free(c->bare[i].origin);
+  }
+  free(c->bare);
   free(c->sections);
   free(c->entries);
   free(c->file);
@@ -202,6 +215,7 @@ void kiln_config_free(kiln_config *c) {
 
 static kiln_status add_entry(kiln_config *c, const char *section, const char *key, const char *value,
                              const char *origin, int prio, const char *base_dir);
+static kiln_status add_bare(kiln_config *c, const char *name, const char *origin);
 
 kiln_status kiln_config_copy(const kiln_config *c, kiln_config **out_copy) {
   *out_copy = NULL;
@@ -214,6 +228,7 @@ kiln_status kiln_config_copy(const kiln_config *c, kiln_config **out_copy) {
     const entry *e = &c->entries[i];
     st = add_entry(d, e->section, e->key, e->value, e->origin, e->prio, e->base_dir);
   }
+  for (size_t i = 0; !st && i < c->n_bare; i++) st = add_bare(d, c->bare[i].name, c->bare[i].origin);
   if (!st && c->file && !(d->file = strdup(c->file))) st = kiln_status_new(KILN_STATUS_NO_MEMORY, "config");
   if (st) {
     kiln_config_free(d);
@@ -242,6 +257,20 @@ static kiln_status add_entry(kiln_config *c, const char *section, const char *ke
   return NULL;
 }
 
+static kiln_status add_bare(kiln_config *c, const char *name, const char *origin) {
+  bare_section *b = realloc(c->bare, (c->n_bare + 1) * sizeof *b);
+  if (!b) return kiln_status_new(KILN_STATUS_NO_MEMORY, "config section");
+  c->bare = b;
+  b[c->n_bare] = (bare_section){strdup(name), strdup(origin)};
+  if (!b[c->n_bare].name || !b[c->n_bare].origin) {
+    free(b[c->n_bare].name);
+    free(b[c->n_bare].origin);
+    return kiln_status_new(KILN_STATUS_NO_MEMORY, "config section");
+  }
+  c->n_bare++;
+  return NULL;
+}
+
 /* inih hands us lines through this reader so we know the line number of
  * each key: inih's own lineno is only passed to handlers when the library
  * is built with INI_HANDLER_LINENO, which Debian's is not. */
@@ -254,6 +283,9 @@ typedef struct parse_state {
   kiln_status error;
   int error_line;      /* line of `error`, to order it against inih's own */
   bool indented;       /* the current line starts with blanks: inih's continuation */
+  /* the last [section] line, until a key follows it (see note_header) */
+  char header[50];     /* inih's MAX_SECTION, its own limit on a name */
+  int header_line;     /* 0: no header waiting for a key */
 } parse_state;
 
 static void set_error(parse_state *ps, kiln_status st) {
@@ -263,6 +295,37 @@ static void set_error(parse_state *ps, kiln_status st) {
   }
   ps->error = st;
   ps->error_line = ps->line;
+}
+
+/* The waiting [section] line had no key under it: kept for
+ * kiln_config_validate. */
+static void keep_bare_header(parse_state *ps) {
+  if (!ps->header_line) return;
+  char origin[4096 + 32];
+  snprintf(origin, sizeof origin, "%s:%d", ps->path, ps->header_line);
+  ps->header_line = 0;
+  kiln_status st = add_bare(ps->c, ps->header, origin);
+  if (st) set_error(ps, st);
+}
+
+/* inih calls the handler only for keys: Debian's libinih is built without
+ * INI_CALL_HANDLER_ON_NEW_SECTION (a define of ours cannot change the
+ * library), so a section line no key follows would be accepted unread.
+ * The reader notes each line that inih will take as a section (blanks,
+ * and a BOM on line 1, skipped; the name up to ']'), and on_entry clears
+ * it when a key comes. A line inih refuses fails the load anyway. */
+static void note_header(parse_state *ps, const char *line) {
+  const char *p = line;
+  if (ps->line == 1 && !strncmp(p, "\xEF\xBB\xBF", 3)) p += 3;
+  while (*p == ' ' || *p == '\t' || *p == '\r' || *p == '\f' || *p == '\v') p++;
+  const char *end = *p == '[' ? strchr(p + 1, ']') : NULL;
+  if (!end) return;
+  keep_bare_header(ps);
+  size_t n = (size_t)(end - p - 1);
+  if (n >= sizeof ps->header) n = sizeof ps->header - 1;
+  memcpy(ps->header, p + 1, n);
+  ps->header[n] = '\0';
+  ps->header_line = ps->line;
 }
 
 /* fgets() with the length kept: inih reads each line as a C string, so a
@@ -297,12 +360,14 @@ static char *read_line(char *buf, int size, void *stream) {
                                   ps->path, ps->line, size - 2));
     return NULL;
   }
+  note_header(ps, buf);
   return buf;
 }
 
 static int on_entry(void *user, const char *section, const char *name, const char *value) {
   parse_state *ps = user;
-  if (!name) return 1; /* a bare [section] line */
+  if (!name) return 1; /* a bare [section] line: note_header has it */
+  ps->header_line = 0;  /* the section has a key: checked through it */
   char origin[4096 + 32];
   snprintf(origin, sizeof origin, "%s:%d", ps->path, ps->line);
   if (!*section) {
@@ -340,8 +405,10 @@ kiln_status kiln__config_load_stream(kiln_config *c, FILE *f, const char *path) 
   /* Relative paths in a file are relative to the file's folder, so a
    * config means the same whatever the current directory. */
   const char *slash = strrchr(path, '/');
-  parse_state ps = {c, f, path, slash ? strndup(path, (size_t)(slash - path)) : strdup("."), 0, NULL, 0, false};
+  parse_state ps = {c, f, path, slash ? strndup(path, (size_t)(slash - path)) : strdup("."), 0, NULL, 0, false,
+                    "", 0};
   int rc = ini_parse_stream(read_line, &ps, on_entry, &ps);
+  keep_bare_header(&ps);
   free(ps.dir);
   /* inih returns the line of the first line it could not parse; report
    * whichever problem comes first in the file. */
@@ -433,6 +500,13 @@ static char *resolve_paths(const char *base_dir, const char *value) {
   return out;
 }
 
+/* Whether one of entries[0..n) is in section `name`. */
+static bool section_has_entry(const kiln_config *c, const char *name, size_t n) {
+  for (size_t i = 0; i < n; i++)
+    if (!strcmp(c->entries[i].section, name)) return true;
+  return false;
+}
+
 /* Appends "line" to a status that collects every problem. */
 static kiln_status collect(kiln_status all, kiln_status one) {
   if (!all) return one;
@@ -476,6 +550,13 @@ kiln_status kiln_config_validate(kiln_config *c, bool allow_undeclared_sections)
       s->origins[ki] = e->origin;
     }
   }
+  for (size_t i = 0; !allow_undeclared_sections && i < c->n_bare; i++) {
+    const bare_section *b = &c->bare[i];
+    if (find_section(c, b->name) || section_has_entry(c, b->name, c->n_entries)) continue; /* told above */
+    all = collect(all, kiln_status_new(KILN_STATUS_INVALID_ARGUMENT,
+                                       "%s: unknown section [%s] (kiln config --help lists them)", b->origin,
+                                       b->name));
+  }
   return all;
 }
 
@@ -483,9 +564,15 @@ void kiln_config_each_undeclared(const kiln_config *c, void (*fn)(const char *se
                                  void *user) {
   for (size_t i = 0; i < c->n_entries; i++) {
     const char *name = c->entries[i].section;
-    if (find_section(c, name)) continue;
+    if (!find_section(c, name) && !section_has_entry(c, name, i)) fn(name, user);
+  }
+  /* a plugin's section with no key in the file ([cuda-batched] alone) is
+   * declared too, so it is known rather than unknown */
+  for (size_t i = 0; i < c->n_bare; i++) {
+    const char *name = c->bare[i].name;
+    if (find_section(c, name) || section_has_entry(c, name, c->n_entries)) continue;
     bool seen = false;
-    for (size_t j = 0; j < i && !seen; j++) seen = strcmp(c->entries[j].section, name) == 0;
+    for (size_t j = 0; j < i && !seen; j++) seen = strcmp(c->bare[j].name, name) == 0;
     if (!seen) fn(name, user);
   }
 }

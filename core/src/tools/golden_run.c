@@ -8,11 +8,16 @@
 
 #include "kiln/chat.h"
 #include "kiln/golden.h"
+#include "kiln/gguf.h"
 #include "kiln/kiln.h"
 
 static kiln_status prompt_ids(const kiln_model *m, const kiln_golden_case *c, int32_t **ids, size_t *n) {
   const kiln_vocab *v = kiln_model_vocab(m);
-  if (!v) return kiln_status_new(KILN_STATUS_UNSUPPORTED, "the model has no vocabulary");
+  if (!v)
+    return kiln_status_new(KILN_STATUS_UNSUPPORTED,
+                           "%s has no vocabulary (tokenizer.ggml.model is absent): cannot tokenize the prompt of "
+                           "golden case [%s]",
+                           kiln_gguf_path(kiln_model_gguf(m)), c->name);
   return kiln_prompt_tokenize(v, kiln_model_chat_template(m), c->prompt, c->prompt_len, c->chat, c->chat, NULL, ids, n,
                               NULL);
 }

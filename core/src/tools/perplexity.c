@@ -55,10 +55,7 @@ static kiln_status score_chunk(kiln_session *s, const int32_t *tokens, int32_t n
   return NULL;
 }
 
-kiln_status kiln_perplexity(kiln_session *s, const int32_t *tokens, size_t n_tokens,
-                            const kiln_perplexity_options *opt, kiln_perplexity_callback cb, void *user,
-                            kiln_perplexity_result *out) {
-  memset(out, 0, sizeof *out);
+kiln_status kiln_perplexity_check(const kiln_session *s, size_t n_tokens, const kiln_perplexity_options *opt) {
   int32_t n_ctx = opt->n_ctx, session_ctx = kiln_session_n_ctx(s);
   if (n_ctx < 3 || n_ctx > session_ctx)
     return kiln_status_new(KILN_STATUS_INVALID_ARGUMENT,
@@ -69,6 +66,15 @@ kiln_status kiln_perplexity(kiln_session *s, const int32_t *tokens, size_t n_tok
                            "perplexity: you need at least %lld tokens to evaluate perplexity with a context of %d; "
                            "the text tokenizes to only %zu",
                            2LL * n_ctx, n_ctx, n_tokens);
+  return NULL;
+}
+
+kiln_status kiln_perplexity(kiln_session *s, const int32_t *tokens, size_t n_tokens,
+                            const kiln_perplexity_options *opt, kiln_perplexity_callback cb, void *user,
+                            kiln_perplexity_result *out) {
+  memset(out, 0, sizeof *out);
+  KILN_RETURN_IF_ERROR(kiln_perplexity_check(s, n_tokens, opt));
+  int32_t n_ctx = opt->n_ctx;
   const kiln_model *m = kiln_session_model(s);
   const kiln_vocab *v = kiln_model_vocab(m);
   int32_t n_vocab = (int32_t)kiln_model_hparams(m)->n_vocab;
