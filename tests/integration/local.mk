@@ -13,6 +13,7 @@ TESTS += tests/integration/test_golden_cpu tests/integration/test_eps_from_gguf 
 	tests/integration/test_tp_emulation tests/integration/test_cli.sh tests/integration/test_cli_hardening.sh tests/integration/test_n_ctx.sh \
 	tests/embed/test_embed.sh
 EXTRA_DIST += tests/integration/test_cli.sh tests/integration/test_cli_hardening.sh tests/integration/test_n_ctx.sh \
+	tests/integration/cli_test_lib.sh \
 	tests/embed/test_embed.sh \
 	tests/embed/embed_example.c \
 	tests/golden/stories260K.golden tests/golden/make_golden.py \

@@ -4,15 +4,7 @@
 # bad input fails with a message naming file and line, and exit status 1;
 # a command line that cannot be used exits 2, in every subcommand.
 set -u
-kiln="$KILN_BUILDDIR/cli/kiln"
-models="${KILN_MODELS_DIR:-}"
-tmp=$(mktemp -d) || exit 99
-trap 'rm -rf "$tmp"' EXIT
-fail() { echo "FAIL: $*"; exit 1; }
-
-if [ ! -f "$models/stories260K.gguf" ]; then
-  echo "SKIP: stories260K.gguf not in KILN_MODELS_DIR ($models)"; exit 77
-fi
+. "$KILN_SRCDIR/tests/integration/cli_test_lib.sh"
 
 # kiln run: the README's command, with the model given explicitly (the
 # default config points at ../shared/models beside the source tree)

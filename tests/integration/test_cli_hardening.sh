@@ -5,19 +5,12 @@
 # a terminal control byte from a file through; a file synth writes is one
 # kiln reads; a NUL byte in a configuration value is an error.
 set -u
-kiln="$KILN_BUILDDIR/cli/kiln"
-models="${KILN_MODELS_DIR:-}"
-tmp=$(mktemp -d) || exit 99
-trap 'rm -rf "$tmp"' EXIT
-fail() { echo "FAIL: $*"; exit 1; }
+. "$KILN_SRCDIR/tests/integration/cli_test_lib.sh"
 # An empty environment but for PATH, and the library path where the build
 # machine keeps its libraries in a private prefix (the GPU machine's
 # sysroot): the point is no HOME, no XDG_* and no configuration.
 clean_env() { env -i PATH=/usr/bin:/bin ${LD_LIBRARY_PATH:+LD_LIBRARY_PATH="$LD_LIBRARY_PATH"} "$@"; }
 
-if [ ! -f "$models/stories260K.gguf" ]; then
-  echo "SKIP: stories260K.gguf not in KILN_MODELS_DIR ($models)"; exit 77
-fi
 model="$models/stories260K.gguf"
 
 # The command: no HOME, no XDG_CACHE_HOME, no configuration.

@@ -5,12 +5,7 @@
 # longer than the cache is an error naming both numbers. On a synthesized
 # llama whose context_length is 8192.
 set -u
-kiln="$KILN_BUILDDIR/cli/kiln"
-models="${KILN_MODELS_DIR:-}"
-tmp=$(mktemp -d) || exit 99
-trap 'rm -rf "$tmp"' EXIT
-fail() { echo "FAIL: $*"; exit 1; }
-[ -f "$models/stories260K.gguf" ] || { echo "SKIP: no stories260K.gguf in KILN_MODELS_DIR"; exit 77; }
+. "$KILN_SRCDIR/tests/integration/cli_test_lib.sh"
 "$kiln" synth --arch llama --ctx 8192 --vocab-from "$models/stories260K.gguf" -o "$tmp/m.gguf" \
   > /dev/null 2>&1 || fail "kiln synth"
 n_ctx_of() { # the n_ctx `kiln run --json` reports for the flags "$@"
