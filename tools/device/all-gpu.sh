@@ -9,7 +9,8 @@
 # Two tracks at once, then the timed runs alone on the GPU:
 #   A (CPU)  llama.cpp built for sm_90 and the Qwen2.5-7B-shaped Q4_K_M
 #            written (tools/device/peer/on-device-peer.sh, steps build and
-#            model; 4-5 minutes on a fresh machine, skipped on a warm one);
+#            model; 4-8 minutes on a fresh machine, skipped on a warm one;
+#            PEER=0 leaves it out, for a call of suites and sanitizer only);
 #   B (GPU)  kiln built from the release tarball and every GPU suite run
 #            with KILN_REQUIRE_GPU=1 (.device/on-device-gpu.sh, at most
 #            SUITES_TIMEOUT s), then every GPU suite under compute-sanitizer's
@@ -45,10 +46,16 @@ summary=$out/summary.txt
 say() { echo "== [$(($(date +%s) - t0)) s] $*" | tee -a "$summary"; }
 [ -d .device ] && [ -d .peer ] || { echo "carry .device and .peer (see this script's header)"; exit 1; }
 
-say "track A: llama.cpp and the 7B Q4_K_M in the background"
-(OUT=$work PEER_STEPS="build model" bash .peer/on-device-peer.sh > "$work/peer-prep.log" 2>&1
- echo $? > "$work/peer-prep.rc") &
-peer=$!
+if [ "${PEER:-1}" = 1 ]; then
+  say "track A: llama.cpp and the 7B Q4_K_M in the background"
+  (OUT=$work PEER_STEPS="build model" bash .peer/on-device-peer.sh > "$work/peer-prep.log" 2>&1
+   echo $? > "$work/peer-prep.rc") &
+  peer=$!
+else
+  say "track A left out (PEER=0): no llama.cpp, no 7B file unless a warm machine has them"
+  peer=""
+  echo skipped > "$work/peer-prep.log"
+fi
 
 say "track B: kiln build and every GPU suite (KILN_REQUIRE_GPU=1)"
 OUT=$work timeout "${SUITES_TIMEOUT:-240}" bash .device/on-device-gpu.sh > "$work/gpu.log" 2>&1
@@ -84,7 +91,7 @@ if [ "${PERPLEXITY:-1}" = 1 ] && [ -x $B/cli/kiln ] && [ "$(left)" -gt 150 ]; th
   tail -12 "$out/perplexity.log" | tee -a "$summary"
 fi
 say "track B done (exit $gpu_rc); waiting for track A"
-wait $peer
+[ -n "$peer" ] && wait $peer
 say "track A done (exit $(cat "$work/peer-prep.rc" 2> /dev/null || echo '?'))"
 tail -3 "$work/peer-prep.log" >> "$summary"
 cp "$work/peer-prep.log" "$out/peer.log"
