@@ -5,7 +5,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "cli.h"
 
@@ -50,12 +52,21 @@ kiln_status cli_read_file(const char *path, char **out_text, size_t *out_len) {
   *out_text = NULL;
   *out_len = 0;
   if (!strcmp(path, "-")) return read_stream(stdin, "standard input", out_text, out_len);
-  FILE *f = fopen(path, "rb");
-  if (!f) return kiln_status_new(KILN_STATUS_NOT_FOUND, "%s: %s", path, strerror(errno));
+  /* O_NONBLOCK: opening a FIFO must not wait for a writer (it is refused
+   * below); cleared before reading. */
+  int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0) return kiln_status_new(KILN_STATUS_NOT_FOUND, "%s: %s", path, strerror(errno));
   struct stat sb;
-  if (fstat(fileno(f), &sb) != 0 || !S_ISREG(sb.st_mode)) {
-    fclose(f);
+  if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode)) {
+    close(fd);
     return kiln_status_new(KILN_STATUS_INVALID_ARGUMENT, "%s: not a regular file (-f - reads standard input)", path);
+  }
+  int fl = fcntl(fd, F_GETFL);
+  FILE *f = fl >= 0 && fcntl(fd, F_SETFL, fl & ~O_NONBLOCK) == 0 ? fdopen(fd, "rb") : NULL;
+  if (!f) {
+    int e = errno;
+    close(fd);
+    return kiln_status_new(KILN_STATUS_IO, "%s: %s", path, strerror(e));
   }
   if ((uint64_t)sb.st_size > CLI_MAX_PROMPT_BYTES) {
     fclose(f);

@@ -49,12 +49,12 @@ static void on_chunk(int32_t chunk, int32_t n_chunk, double ppl, double seconds,
 
 /* [model] n_ctx is the chunk size here, and a chunk needs at least 3
  * tokens (kiln/perplexity.h): refused before the model is read, naming
- * where the value came from; exit 2 when that is -c. 0 (the model's) is
- * checked with the session. */
+ * where the value came from; exit 2 when that is -c. 0 and -1 (the
+ * model's context, whole or at most 4096) are checked with the session. */
 static kiln_status check_chunk_size(cli_common *cc, kiln_runtime *rt) {
   const kiln_config_section *ms = kiln_config_section_get(kiln_runtime_config(rt), "model");
   int64_t n_ctx = kiln_config_get_int(ms, "n_ctx");
-  if (n_ctx == 0 || n_ctx >= 3) return NULL;
+  if (n_ctx <= 0 || n_ctx >= 3) return NULL;
   const char *origin = kiln_config_origin(ms, "n_ctx");
   cc->flags_at_fault = !strcmp(origin, "--ctx-size");
   return kiln_status_new(KILN_STATUS_INVALID_ARGUMENT,

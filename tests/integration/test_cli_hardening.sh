@@ -13,6 +13,20 @@ clean_env() { env -i PATH=/usr/bin:/bin ${LD_LIBRARY_PATH:+LD_LIBRARY_PATH="$LD_
 
 model="$models/stories260K.gguf"
 
+# A FIFO where a file belongs is refused at once, never waited on (opening
+# one for reading blocks until a writer comes).
+mkfifo "$tmp/fifo" || exit 99
+golden="$KILN_SRCDIR/tests/golden/stories260K.golden"
+for cmd in "inspect $tmp/fifo" "run -m $tmp/fifo -p Once" "run -m $model --config $tmp/fifo -p Once" \
+           "run -m $model -f $tmp/fifo" "qa -m $model --golden $tmp/fifo"; do
+  # shellcheck disable=SC2086 # the command's words
+  timeout 20 "$kiln" $cmd > "$tmp/out" 2>&1
+  rc=$?
+  [ $rc = 1 ] || fail "kiln $cmd with a FIFO: exit $rc (124: it waited): $(cat "$tmp/out")"
+  grep -q "fifo: not a regular file" "$tmp/out" || fail "kiln $cmd with a FIFO: $(cat "$tmp/out")"
+done
+echo "ok: a FIFO as model, configuration, prompt file or golden set is refused at once"
+
 # The issue's command: no HOME, no XDG_CACHE_HOME, no configuration.
 clean_env "$kiln" run -m "$model" -p "Once upon a time" -n 16 >"$tmp/out" 2>"$tmp/err" \
   || { cat "$tmp/err"; fail "env -i kiln run exited $?"; }
@@ -22,7 +36,6 @@ echo "ok: kiln run with an empty environment"
 
 # No cpu-only command creates a cache folder, under HOME or XDG_CACHE_HOME.
 mkdir "$tmp/home"
-golden="$KILN_SRCDIR/tests/golden/stories260K.golden"
 for cmd in "run -m $model -p Once -n 4" "bench -m $model -p 8 -n 4 -r 1" \
            "parity -m $model -p Once --ref cpu:f64 --test cpu" "qa -m $model --golden $golden" \
            "backends" "config --show" "inspect --no-tensors $model" "tokenize -m $model -p Once" \

@@ -2,8 +2,9 @@
 # The KV length (issue 17): [model] n_ctx / -c N is N positions; 0 is the
 # model's whole context_length (llama.cpp's -c 0); -1, the default, is
 # that capped at 4096; the cache's size is logged at plan time; a prompt
-# longer than the cache is an error naming both numbers. On a synthesized
-# llama whose context_length is 8192.
+# longer than the cache is an error naming both numbers; perplexity's
+# default chunk is that context. On synthesized llamas whose
+# context_length is 8192 and 64.
 set -u
 . "$KILN_SRCDIR/tests/integration/cli_test_lib.sh"
 "$kiln" synth --arch llama --ctx 8192 --vocab-from "$models/stories260K.gguf" -o "$tmp/m.gguf" \
@@ -26,3 +27,11 @@ grep -q "do not fit: the KV cache holds 3 positions" "$tmp/err" || fail "prompt 
 "$kiln" run -m "$tmp/m.gguf" -p Once -n 1 -c -2 > /dev/null 2> "$tmp/err"
 [ $? = 2 ] || fail "-c -2 did not exit 2"
 echo "ok: a prompt longer than the cache, and -c -2, refused"
+# perplexity's chunk is n_ctx: the default (-1) is the model's context
+# here too, not a chunk of -1 tokens.
+"$kiln" synth --arch llama --ctx 64 --vocab-from "$models/stories260K.gguf" -o "$tmp/c64.gguf" \
+  > /dev/null 2>&1 || fail "kiln synth --ctx 64"
+"$kiln" perplexity -m "$tmp/c64.gguf" -f "$KILN_SRCDIR/tests/data/perplexity/stories.txt" > "$tmp/out" 2>&1 ||
+  fail "perplexity with the default n_ctx: $(cat "$tmp/out")"
+grep -q "chunks of n_ctx=64" "$tmp/out" || fail "perplexity's default chunk: $(cat "$tmp/out")"
+echo "ok: perplexity with the default n_ctx takes the model's 64"

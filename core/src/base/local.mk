@@ -1,6 +1,7 @@
-# The foundation every part uses: statuses, the log, and escaping file text
-# for the terminal.
+# The foundation every part uses: statuses, the log, escaping file text
+# for the terminal, and opening a file that must be a regular one.
 kiln_base_sources = \
 	core/src/base/status.c \
 	core/src/base/log.c \
-	core/src/base/escape.c
+	core/src/base/escape.c \
+	core/src/base/open_regular.h

@@ -12,6 +12,7 @@
 #include <strings.h>
 #include <sys/stat.h>
 
+#include "../base/open_regular.h"
 #include "config_internal.h"
 
 /* Where an entry came from; later priorities override earlier ones. */
@@ -428,15 +429,17 @@ kiln_status kiln_config_load_file(kiln_config *c, const char *path) {
     return kiln_status_new(KILN_STATUS_INVALID_ARGUMENT, "%s: a configuration file (%s) is already loaded",
                            path, c->file);
   if (!*path) return kiln_status_new(KILN_STATUS_INVALID_ARGUMENT, "the configuration file path is empty");
-  FILE *f = fopen(path, "r");
-  if (!f)
-    return kiln_status_new(errno == ENOENT ? KILN_STATUS_NOT_FOUND : KILN_STATUS_IO,
-                           "%s: cannot open configuration file: %s", path, strerror(errno));
   struct stat sb;
-  if (fstat(fileno(f), &sb) != 0 || !S_ISREG(sb.st_mode)) {
-    fclose(f);
+  int fd = kiln__open_regular(path, &sb);
+  if (fd == -2)
     return kiln_status_new(KILN_STATUS_INVALID_ARGUMENT, "%s: not a regular file (a configuration file is an INI text file)",
                            path);
+  FILE *f = fd >= 0 ? fdopen(fd, "r") : NULL;
+  if (!f) {
+    int e = errno;
+    if (fd >= 0) close(fd);
+    return kiln_status_new(e == ENOENT ? KILN_STATUS_NOT_FOUND : KILN_STATUS_IO,
+                           "%s: cannot open configuration file: %s", path, strerror(e));
   }
   kiln_status st = kiln__config_load_stream(c, f, path);
   fclose(f);

@@ -25,6 +25,7 @@
 
 #include "byteorder.h"
 #include "gguf_internal.h"
+#include "../base/open_regular.h"
 
 #define GGUF_DEFAULT_ALIGNMENT 32u
 #define GGUF_MAX_KEY_LEN 65535u  /* gguf.md: keys are at most 2^16-1 bytes */
@@ -691,21 +692,13 @@ kiln_status kiln_gguf_open(const char *path, kiln_gguf **out_gguf) {
     return kiln_status_new(KILN_STATUS_INVALID_ARGUMENT, "kiln_gguf_open: NULL argument");
   }
   *out_gguf = NULL;
-  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  struct stat sb;
+  int fd = kiln__open_regular(path, &sb);
+  if (fd == -2) return kiln_status_new(KILN_STATUS_IO, "%s: not a regular file", path);
   if (fd < 0) {
     int e = errno;
     return kiln_status_new(e == ENOENT ? KILN_STATUS_NOT_FOUND : KILN_STATUS_IO,
                            "%s: cannot open: %s", path, strerror(e));
-  }
-  struct stat sb;
-  if (fstat(fd, &sb) != 0) {
-    int e = errno;
-    close(fd);
-    return kiln_status_new(KILN_STATUS_IO, "%s: cannot stat: %s", path, strerror(e));
-  }
-  if (!S_ISREG(sb.st_mode)) {
-    close(fd);
-    return kiln_status_new(KILN_STATUS_IO, "%s: not a regular file", path);
   }
   if (sb.st_size == 0) {
     close(fd);

@@ -2,6 +2,7 @@
 #include "config.h"
 
 #include "kiln/golden.h"
+#include "../base/open_regular.h"
 
 #include <errno.h>
 #include <ini.h>
@@ -239,12 +240,14 @@ static int handler(void *user, const char *section, const char *key, const char 
 
 kiln_status kiln_golden_load(const char *path, kiln_golden **out_golden) {
   *out_golden = NULL;
-  FILE *f = fopen(path, "r");
-  if (!f) return kiln_status_new(KILN_STATUS_NOT_FOUND, "%s: %s", path, strerror(errno));
   struct stat sb;
-  if (fstat(fileno(f), &sb) != 0 || !S_ISREG(sb.st_mode)) {
-    fclose(f);
-    return kiln_status_new(KILN_STATUS_INVALID_ARGUMENT, "%s: not a regular file", path);
+  int fd = kiln__open_regular(path, &sb);
+  if (fd == -2) return kiln_status_new(KILN_STATUS_INVALID_ARGUMENT, "%s: not a regular file", path);
+  FILE *f = fd >= 0 ? fdopen(fd, "r") : NULL;
+  if (!f) {
+    int e = errno;
+    if (fd >= 0) close(fd);
+    return kiln_status_new(KILN_STATUS_NOT_FOUND, "%s: %s", path, strerror(e));
   }
   kiln_golden *g = calloc(1, sizeof *g);
   if (!g) {
