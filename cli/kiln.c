@@ -35,7 +35,8 @@ static void usage(FILE *out) {
   for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
     fprintf(out, "  %-10s %s\n", commands[i].name, commands[i].summary);
   fprintf(out, "\nkiln %s. Environment: KILN_CONFIG, KILN_BACKEND, KILN_MODEL, KILN_PLUGIN_PATH,\n"
-               "KILN_LOG_LEVEL, KILN_FALLBACK override the configuration file; flags override both.\n",
+               "KILN_LOG_LEVEL, KILN_FALLBACK, KILN_KERNEL_CACHE_DIR override the configuration file;\n"
+               "flags override both.\n",
           kiln_version());
 }
 

@@ -105,7 +105,7 @@ static kiln_status check_value(const kiln_config_key *k, const char *value) {
   switch (k->type) {
   case KILN_CONFIG_BOOL:
     if (parse_bool(value) < 0)
-      return kiln_status_new(KILN_STATUS_INVALID_ARGUMENT, "\"%s\" is not a bool (true/false)", value);
+      return kiln_status_new(KILN_STATUS_INVALID_ARGUMENT, "\"%s\" is not a bool (true/false, yes/no, on/off, 1/0)", value);
     return NULL;
   case KILN_CONFIG_INT: {
     char *end;
