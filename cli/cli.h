@@ -82,8 +82,8 @@ kiln_status cli_runtime_open(cli_common *c, kiln_runtime **out_runtime);
 kiln_status cli_backend_check(cli_common *c, kiln_runtime *rt, const char *flag, const char *name);
 
 /* [model] path of the runtime's configuration, or an error saying to give
- * -m. */
-kiln_status cli_model_path(kiln_runtime *rt, const char **out_path);
+ * -m (a command line that cannot be used: c->flags_at_fault set). */
+kiln_status cli_model_path(cli_common *c, kiln_runtime *rt, const char **out_path);
 
 /* kiln_session_open, with a status line on a terminal while the plan is
  * made, kernels compiled and weights uploaded. */

@@ -98,12 +98,12 @@ kiln_status cli_runtime_open(cli_common *c, kiln_runtime **out_runtime) {
   return st;
 }
 
-kiln_status cli_model_path(kiln_runtime *rt, const char **out_path) {
+kiln_status cli_model_path(cli_common *c, kiln_runtime *rt, const char **out_path) {
   *out_path = kiln_config_get_str(kiln_config_section_get(kiln_runtime_config(rt), "model"), "path");
-  if (!*out_path || !**out_path)
-    return kiln_status_new(KILN_STATUS_INVALID_ARGUMENT,
-                           "no model: give -m MODEL, or set [model] path in the configuration");
-  return NULL;
+  if (*out_path && **out_path) return NULL;
+  c->flags_at_fault = true; /* a missing -m, as tokenize says of its own */
+  return kiln_status_new(KILN_STATUS_INVALID_ARGUMENT,
+                         "no model: give -m MODEL, or set [model] path in the configuration");
 }
 
 kiln_status cli_session_open(kiln_runtime *rt, const kiln_model *m, const kiln_session_options *opt,

@@ -178,7 +178,7 @@ int cmd_parity(int argc, char **argv) {
   if (!st) st = cli_runtime_open(&cc, &rt);
   if (!st) st = cli_backend_check(&cc, rt, "--ref", o.ref.backend);
   if (!st) st = cli_backend_check(&cc, rt, "--test", o.test.backend);
-  if (!st) st = cli_model_path(rt, &model_path);
+  if (!st) st = cli_model_path(&cc, rt, &model_path);
   if (!st && csv && same_file(csv, model_path))
     st = kiln_status_new(KILN_STATUS_INVALID_ARGUMENT, "--csv %s is the model file %s", csv, model_path);
   if (!st && plot && same_file(plot, model_path))

@@ -113,7 +113,7 @@ int cmd_perplexity(int argc, char **argv) {
   kiln_perplexity_result r = {0};
   kiln_status st = cli_runtime_open(&cc, &rt);
   if (!st) st = check_chunk_size(&cc, rt);
-  if (!st) st = cli_model_path(rt, &model_path);
+  if (!st) st = cli_model_path(&cc, rt, &model_path);
   if (!st) st = kiln_model_open(model_path, &m);
   const kiln_vocab *v = m ? kiln_model_vocab(m) : NULL;
   if (!st && !v)

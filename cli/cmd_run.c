@@ -286,7 +286,7 @@ int cmd_run(int argc, char **argv) {
   kiln_model *model = NULL;
   const char *model_path = NULL;
   kiln_status st = cli_runtime_open(&cc, &rt);
-  if (!st) st = cli_model_path(rt, &model_path);
+  if (!st) st = cli_model_path(&cc, rt, &model_path);
   if (!st) st = kiln_model_open(model_path, &model);
   if (!st && !kiln_model_vocab(model))
     st = kiln_status_new(KILN_STATUS_UNSUPPORTED, "%s has no vocabulary (tokenizer.ggml.*): cannot tokenize a prompt",

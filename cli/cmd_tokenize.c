@@ -191,11 +191,30 @@ int cmd_tokenize(int argc, char **argv) {
   return rc;
 }
 
-/* Ids separated by spaces, commas, newlines, with optional brackets. A
- * comma separates two ids: one with no id before it (",1", "1,,2") or
- * after it ("1,") marks an empty element, an error naming its position,
- * not a separator to skip. */
+/* Whether text's brackets are those of a list: none, or one '[' first and
+ * one ']' last (spaces aside), as `tokenize --ids` prints it. */
+static bool brackets_ok(const char *text, size_t len) {
+  size_t open = 0, close = 0, first = len, last = len;
+  for (size_t i = 0; i < len; i++) {
+    if (!strchr(" \t\n\r", text[i]) || !text[i]) {
+      if (first == len) first = i;
+      last = i;
+    }
+    open += text[i] == '[';
+    close += text[i] == ']';
+  }
+  if (open == 0 && close == 0) return true;
+  return open == 1 && close == 1 && text[first] == '[' && text[last] == ']';
+}
+
+/* Ids separated by spaces, commas, newlines, with optional brackets around
+ * the whole list. A comma separates two ids: one with no id before it
+ * (",1", "1,,2") or after it ("1,") marks an empty element, an error
+ * naming its position, not a separator to skip. */
 static kiln_status parse_ids(const char *what, const char *text, size_t len, int32_t **out, size_t *out_n) {
+  if (!brackets_ok(text, len))
+    return kiln_status_new(KILN_STATUS_INVALID_ARGUMENT,
+                           "%s: brackets that do not enclose the whole list (give [1, 2, 3] or 1 2 3)", what);
   size_t cap = 64, n = 0, comma = 0;
   bool after_id = false, after_comma = false;
   int32_t *ids = malloc(cap * sizeof *ids);

@@ -137,6 +137,16 @@ printf '[model]\nn_ctx = 2\n' >"$tmp/ctx2.ini"
   >/dev/null 2>"$tmp/err"; rc=$?
 [ $rc -eq 1 ] || fail "[model] n_ctx = 2 in a file: exit status $rc, expected 1"
 says "$tmp/ctx2.ini:2: [model] n_ctx = 2: a perplexity chunk needs at least 3 tokens"
+# no model anywhere (no -m, no configuration, no KILN_MODEL): a missing
+# argument, as tokenize without -m says too
+for cmd in "run -p x" "bench -p 8 -n 0" "qa --golden $KILN_SRCDIR/tests/golden/stories260K.golden" \
+           "parity -p x --ref cpu --test cpu" "perplexity -f $m"; do
+  # shellcheck disable=SC2086 # the command's words
+  (cd "$tmp" && env -i PATH=/usr/bin:/bin ${LD_LIBRARY_PATH:+LD_LIBRARY_PATH="$LD_LIBRARY_PATH"} \
+    KILN_PLUGIN_PATH="${KILN_PLUGIN_PATH:-}" "$kiln" $cmd) >/dev/null 2>"$tmp/err"; rc=$?
+  [ $rc -eq 2 ] || { cat "$tmp/err"; fail "$cmd with no model: exit status $rc, expected 2"; }
+  says "no model: give -m MODEL"
+done
 usage "unknown command" nosuchcommand
 grep -q "nosuchcommand" "$tmp/err" || fail "unknown command message"
 # failures that are not the command line's exit 1
@@ -156,7 +166,11 @@ says "-p: id 2 is empty (no id before the comma at byte 2)"
 ids "id 1 is empty (no id before the comma at byte 0)" ",1"
 ids "id 3 is empty (no id before the comma at byte 5)" "1, 2,, 3"
 ids "id 3 is empty (no id after the comma at byte 5)" "[1, 2,]"
-for list in "[1, 2, 3]" "1 2 3" "1,2,3" "[]" ""; do
+# brackets enclose the whole list or are not there
+for list in "[1, 2" "1 2 3]" "[1] [2]" "1 [2] 3"; do
+  ids "brackets that do not enclose the whole list" "$list"
+done
+for list in "[1, 2, 3]" "1 2 3" "1,2,3" "[]" "" " [ 1 ] "; do
   printf '%s' "$list" | "$kiln" detokenize -m "$m" --stdin >/dev/null 2>"$tmp/err" || { cat "$tmp/err"; fail "detokenize [$list]"; }
 done
 "$kiln" run -m "$tmp/nosuch.gguf" -p x >/dev/null 2>&1; [ $? -eq 1 ] || fail "missing model: not 1"
