@@ -5,10 +5,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <fcntl.h>
 #include <sys/stat.h>
-#include <unistd.h>
 
+#include "../core/src/base/open_regular.h"
 #include "cli.h"
 
 /* A prompt larger than this is refused: no context holds it, and a device
@@ -52,22 +51,12 @@ kiln_status cli_read_file(const char *path, char **out_text, size_t *out_len) {
   *out_text = NULL;
   *out_len = 0;
   if (!strcmp(path, "-")) return read_stream(stdin, "standard input", out_text, out_len);
-  /* O_NONBLOCK: opening a FIFO must not wait for a writer (it is refused
-   * below); cleared before reading. */
-  int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
-  if (fd < 0) return kiln_status_new(KILN_STATUS_NOT_FOUND, "%s: %s", path, strerror(errno));
   struct stat sb;
-  if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode)) {
-    close(fd);
+  FILE *f;
+  int r = kiln__fopen_regular(path, "rb", &sb, &f); /* a FIFO refused, not waited on */
+  if (r == -2)
     return kiln_status_new(KILN_STATUS_INVALID_ARGUMENT, "%s: not a regular file (-f - reads standard input)", path);
-  }
-  int fl = fcntl(fd, F_GETFL);
-  FILE *f = fl >= 0 && fcntl(fd, F_SETFL, fl & ~O_NONBLOCK) == 0 ? fdopen(fd, "rb") : NULL;
-  if (!f) {
-    int e = errno;
-    close(fd);
-    return kiln_status_new(KILN_STATUS_IO, "%s: %s", path, strerror(e));
-  }
+  if (r < 0) return kiln_status_new(KILN_STATUS_NOT_FOUND, "%s: %s", path, strerror(errno));
   if ((uint64_t)sb.st_size > CLI_MAX_PROMPT_BYTES) {
     fclose(f);
     return kiln_status_new(KILN_STATUS_OUT_OF_RANGE, "%s: %lld bytes; a prompt file may hold at most %u MiB", path,

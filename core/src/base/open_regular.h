@@ -9,6 +9,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <stdio.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -36,6 +37,21 @@ static inline int kiln__open_regular(const char *path, struct stat *sb) {
     return -1;
   }
   return fd;
+}
+
+/* The same as a stream opened with fdopen(mode), in *out: 0; -1 with
+ * errno set; -2 when not a regular file. Nothing is left open on failure. */
+static inline int kiln__fopen_regular(const char *path, const char *mode, struct stat *sb, FILE **out) {
+  *out = NULL;
+  int fd = kiln__open_regular(path, sb);
+  if (fd < 0) return fd;
+  if (!(*out = fdopen(fd, mode))) {
+    int e = errno;
+    close(fd);
+    errno = e;
+    return -1;
+  }
+  return 0;
 }
 
 #endif /* KILN_OPEN_REGULAR_H */

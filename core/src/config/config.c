@@ -430,17 +430,14 @@ kiln_status kiln_config_load_file(kiln_config *c, const char *path) {
                            path, c->file);
   if (!*path) return kiln_status_new(KILN_STATUS_INVALID_ARGUMENT, "the configuration file path is empty");
   struct stat sb;
-  int fd = kiln__open_regular(path, &sb);
-  if (fd == -2)
+  FILE *f;
+  int r = kiln__fopen_regular(path, "r", &sb, &f);
+  if (r == -2)
     return kiln_status_new(KILN_STATUS_INVALID_ARGUMENT, "%s: not a regular file (a configuration file is an INI text file)",
                            path);
-  FILE *f = fd >= 0 ? fdopen(fd, "r") : NULL;
-  if (!f) {
-    int e = errno;
-    if (fd >= 0) close(fd);
-    return kiln_status_new(e == ENOENT ? KILN_STATUS_NOT_FOUND : KILN_STATUS_IO,
-                           "%s: cannot open configuration file: %s", path, strerror(e));
-  }
+  if (r < 0)
+    return kiln_status_new(errno == ENOENT ? KILN_STATUS_NOT_FOUND : KILN_STATUS_IO,
+                           "%s: cannot open configuration file: %s", path, strerror(errno));
   kiln_status st = kiln__config_load_stream(c, f, path);
   fclose(f);
   return st;

@@ -241,14 +241,10 @@ static int handler(void *user, const char *section, const char *key, const char 
 kiln_status kiln_golden_load(const char *path, kiln_golden **out_golden) {
   *out_golden = NULL;
   struct stat sb;
-  int fd = kiln__open_regular(path, &sb);
-  if (fd == -2) return kiln_status_new(KILN_STATUS_INVALID_ARGUMENT, "%s: not a regular file", path);
-  FILE *f = fd >= 0 ? fdopen(fd, "r") : NULL;
-  if (!f) {
-    int e = errno;
-    if (fd >= 0) close(fd);
-    return kiln_status_new(KILN_STATUS_NOT_FOUND, "%s: %s", path, strerror(e));
-  }
+  FILE *f;
+  int r = kiln__fopen_regular(path, "r", &sb, &f);
+  if (r == -2) return kiln_status_new(KILN_STATUS_INVALID_ARGUMENT, "%s: not a regular file", path);
+  if (r < 0) return kiln_status_new(KILN_STATUS_NOT_FOUND, "%s: %s", path, strerror(errno));
   kiln_golden *g = calloc(1, sizeof *g);
   if (!g) {
     fclose(f);
