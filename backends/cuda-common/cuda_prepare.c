@@ -165,8 +165,7 @@ static kiln_cuda_matvec_shape mvq_shape(const kiln_cuda_backend *be, kiln_cuda_m
 
 /* Blocks of matvec_q over `rows` rows. */
 static uint32_t mvq_blocks(const kiln_cuda_matvec_shape *s, int64_t rows) {
-  const int64_t rpb = (int64_t)(s->warps / s->k_split * s->rows_per_group) *
-                      (int64_t)(s->groups_per_block ? s->groups_per_block : 1);
+  const int64_t rpb = (int64_t)(s->warps / s->k_split * s->rows_per_group * s->groups_per_block);
   return (uint32_t)((rows + rpb - 1) / rpb);
 }
 

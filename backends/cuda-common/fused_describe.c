@@ -76,9 +76,8 @@ kiln_status kiln_cuda_matvec_q_describe(const kiln_host_api *host, kiln_kcompile
                            "k_split %u does not divide warps %u", shape->k_split, shape->warps);
   KILN_RETURN_IF_ERROR(kiln_cuda_describe_check_threads(host, node, "rows_per_group",
                                                         shape->rows_per_group, 1, 8, false));
-  const uint32_t gpb = shape->groups_per_block ? shape->groups_per_block : 1;
-  KILN_RETURN_IF_ERROR(
-      kiln_cuda_describe_check_threads(host, node, "groups_per_block", gpb, 1, 64, false));
+  KILN_RETURN_IF_ERROR(kiln_cuda_describe_check_threads(host, node, "groups_per_block",
+                                                        shape->groups_per_block, 1, 64, false));
   for (uint32_t i = 0; i < n_members; i++) {
     if (!block_type(m[i].w_type) || m[i].k != m[0].k || m[i].rows < 1 ||
         m[i].k % kiln_type_block_size(m[i].w_type) != 0 ||
@@ -107,7 +106,7 @@ kiln_status kiln_cuda_matvec_q_describe(const kiln_host_api *host, kiln_kcompile
   if (!st) st = host->kdesc_set_i64(d, "warps", shape->warps);
   if (!st) st = host->kdesc_set_i64(d, "k_split", shape->k_split);
   if (!st) st = host->kdesc_set_i64(d, "rows_per_group", shape->rows_per_group);
-  if (!st) st = host->kdesc_set_i64(d, "groups_per_block", gpb);
+  if (!st) st = host->kdesc_set_i64(d, "groups_per_block", shape->groups_per_block);
   static const char *const type_p[3] = {"type0", "type1", "type2"};
   static const char *const rows_p[3] = {"rows0", "rows1", "rows2"};
   static const char *const bias_p[3] = {"bias0", "bias1", "bias2"};

@@ -38,8 +38,8 @@ kiln_status kiln_cuda_node_check(const kiln_host_api *host, const kiln_node *nod
 /* The matvec's launch shape (matvec.cu.tmpl, matvec_q.cu.tmpl): `warps`
  * (1..32) warps per block in groups of k_split (dividing warps) that share
  * each row's length, rows_per_group (1..8) rows per group;
- * groups_per_block (matvec_q only, 1..64; 0 reads as 1): how many such
- * sets of rows a block takes one after another. */
+ * groups_per_block (matvec_q only, 1..64): how many such sets of rows a
+ * block takes one after another. */
 typedef struct kiln_cuda_matvec_shape {
   uint32_t warps;
   uint32_t k_split;
