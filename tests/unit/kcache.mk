@@ -78,7 +78,8 @@ kcache_guard_drop_libs = $(tests_unit_test_kcache_guard_drop_LDADD)
 kcache_guard_drop_cflags = $(kcache_test_cflags) $(XXHASH_CFLAGS)
 kcache_guard_drop_more = tests/unit/test_kcache_guard_drop_l2_eps tests/unit/test_kcache_guard_drop_theta \
 	tests/unit/test_kcache_guard_drop_sect_h tests/unit/test_kcache_guard_drop_head_k_dim \
-	tests/unit/test_kcache_guard_drop_d_conv tests/unit/test_kcache_guard_drop_chunk
+	tests/unit/test_kcache_guard_drop_d_conv tests/unit/test_kcache_guard_drop_chunk \
+	tests/unit/test_kcache_guard_drop_load0 tests/unit/test_kcache_guard_drop_groups_per_block
 check_PROGRAMS += $(kcache_guard_drop_more)
 TESTS += $(kcache_guard_drop_more)
 XFAIL_TESTS += $(kcache_guard_drop_more)
@@ -106,4 +107,12 @@ tests_unit_test_kcache_guard_drop_chunk_SOURCES = $(kcache_guard_drop_sources)
 tests_unit_test_kcache_guard_drop_chunk_CPPFLAGS = $(kcache_cuda_cppflags) -DKILN_KCACHE_TEST_DROP_PARAM='"chunk"'
 tests_unit_test_kcache_guard_drop_chunk_CFLAGS = $(kcache_guard_drop_cflags)
 tests_unit_test_kcache_guard_drop_chunk_LDADD = $(kcache_guard_drop_libs)
+tests_unit_test_kcache_guard_drop_load0_SOURCES = $(kcache_guard_drop_sources)
+tests_unit_test_kcache_guard_drop_load0_CPPFLAGS = $(kcache_cuda_cppflags) -DKILN_KCACHE_TEST_DROP_PARAM='"load0"'
+tests_unit_test_kcache_guard_drop_load0_CFLAGS = $(kcache_guard_drop_cflags)
+tests_unit_test_kcache_guard_drop_load0_LDADD = $(kcache_guard_drop_libs)
+tests_unit_test_kcache_guard_drop_groups_per_block_SOURCES = $(kcache_guard_drop_sources)
+tests_unit_test_kcache_guard_drop_groups_per_block_CPPFLAGS = $(kcache_cuda_cppflags) -DKILN_KCACHE_TEST_DROP_PARAM='"groups_per_block"'
+tests_unit_test_kcache_guard_drop_groups_per_block_CFLAGS = $(kcache_guard_drop_cflags)
+tests_unit_test_kcache_guard_drop_groups_per_block_LDADD = $(kcache_guard_drop_libs)
 endif

@@ -6,7 +6,8 @@
  * PTX. Built against libkiln, where it must pass, and (tests/unit/kcache.mk)
  * against services whose key leaves out one kind of baked value — an
  * RMSNorm's ε, the q/k L2 norms' ε, RoPE θ, a rotary section, a delta-rule
- * head dim, the conv width, the chunk size — where it must fail (XFAIL),
+ * head dim, the conv width, the chunk size, a matvec_q matrix's way of reading
+ * its weight (load0), its sets of rows per block — where it must fail (XFAIL),
  * proving the guard goes red for each. */
 #include "config.h"
 
