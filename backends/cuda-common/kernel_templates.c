@@ -258,6 +258,66 @@ static const kiln_ktemplate attention = {
     .help = "causal GQA attention, online softmax with max subtraction, f32",
 };
 
+/* Split-KV decode attention (flash-decoding): attention_split's blocks
+ * write partial softmax results, attention_merge combines them. */
+static const char attention_split_source[] =
+#include "step_block.cuh.inc"
+#include "attention_part.cuh.inc"
+#include "attention_split.cu.inc"
+    ;
+
+static const kiln_kparam_decl attention_split_params[] = {
+    {"head_dim", KILN_KPARAM_I64, KILN_KPARAM_BAKED, "values per head (at most 256)"},
+    {"n_head", KILN_KPARAM_I64, KILN_KPARAM_BAKED, "query heads"},
+    {"n_head_kv", KILN_KPARAM_I64, KILN_KPARAM_BAKED,
+     "KV heads; n_head / n_head_kv query heads (at most 16) share each block's K/V reads"},
+    {"scale", KILN_KPARAM_F32, KILN_KPARAM_BAKED, "softmax scale (1/sqrt(head_dim)), bit-exact"},
+    {"warps", KILN_KPARAM_I64, KILN_KPARAM_BAKED, "warps per (split, KV head) block"},
+    {"n_split", KILN_KPARAM_I64, KILN_KPARAM_BAKED,
+     "splits of the keys (1..256): the grid's x; each split's length comes from the step block"},
+    {"q", KILN_KPARAM_PTR, KILN_KPARAM_RUNTIME, "the pass's query column, f32 [head_dim * n_head]"},
+    {"k_cache", KILN_KPARAM_PTR, KILN_KPARAM_RUNTIME, "K cache, f32 [head_dim * n_head_kv, n_ctx]"},
+    {"v_cache", KILN_KPARAM_PTR, KILN_KPARAM_RUNTIME, "V cache, same shape"},
+    {"part", KILN_KPARAM_PTR, KILN_KPARAM_RUNTIME,
+     "partial results, n_head * n_split records of head_dim + 2 floats (attention_part.cuh)"},
+    STEP_PARAM,
+};
+
+static const kiln_ktemplate attention_split = {
+    .name = KILN_CUDA_T_ATTENTION_SPLIT,
+    .version = 1,
+    .entry = "kiln_attention_split",
+    .source = attention_split_source,
+    .params = attention_split_params,
+    .n_params = sizeof attention_split_params / sizeof attention_split_params[0],
+    .help = "decode attention, first half: one block per (split of the keys, KV head) for all "
+            "of the head's GQA query heads, online softmax with max subtraction, f32",
+};
+
+static const char attention_merge_source[] =
+#include "attention_part.cuh.inc"
+#include "attention_merge.cu.inc"
+    ;
+
+static const kiln_kparam_decl attention_merge_params[] = {
+    {"head_dim", KILN_KPARAM_I64, KILN_KPARAM_BAKED, "values per head (at most 256)"},
+    {"n_split", KILN_KPARAM_I64, KILN_KPARAM_BAKED, "splits attention_split wrote (1..256)"},
+    {"warps", KILN_KPARAM_I64, KILN_KPARAM_BAKED, "warps per (query head) block"},
+    {"part", KILN_KPARAM_PTR, KILN_KPARAM_RUNTIME, "attention_split's partial results"},
+    {"y", KILN_KPARAM_PTR, KILN_KPARAM_RUNTIME, "output column, f32 [head_dim * n_head]"},
+};
+
+static const kiln_ktemplate attention_merge = {
+    .name = KILN_CUDA_T_ATTENTION_MERGE,
+    .version = 1,
+    .entry = "kiln_attention_merge",
+    .source = attention_merge_source,
+    .params = attention_merge_params,
+    .n_params = sizeof attention_merge_params / sizeof attention_merge_params[0],
+    .help = "decode attention, second half: one block per query head merges the splits' "
+            "partial softmax results against their overall maximum",
+};
+
 static const char store_kv_source[] =
 #include "step_block.cuh.inc"
 #include "store_kv.cu.inc"
@@ -513,7 +573,7 @@ const kiln_ktemplate *const kiln_cuda_templates[] = {
     &rmsnorm_row_vec, &rmsnorm_rows, &rmsnorm_row_cc12, &matvec,   &dequant_rows,
     &bias_add,        &get_rows,     &rope,             &attention, &swiglu,
     &add,             &store_kv,     &quantize,         &matvec_q,  &add_rmsnorm,
-    &swiglu_q,        &rope_store,
+    &swiglu_q,        &rope_store,   &attention_split,  &attention_merge,
     /* qwen35 */
     &kiln_cuda_t_slice, &kiln_cuda_t_sigmoid_mul, &kiln_cuda_t_ssm_conv, &kiln_cuda_t_gdn_gate,
     &kiln_cuda_t_gdn_recurrent, &kiln_cuda_t_gdn_chunked, &kiln_cuda_t_rope_imrope,

@@ -15,6 +15,8 @@
 #define KILN_CUDA_T_GET_ROWS "get_rows"
 #define KILN_CUDA_T_ROPE "rope"
 #define KILN_CUDA_T_ATTENTION "attention"
+#define KILN_CUDA_T_ATTENTION_SPLIT "attention_split"
+#define KILN_CUDA_T_ATTENTION_MERGE "attention_merge"
 #define KILN_CUDA_T_SWIGLU "swiglu"
 #define KILN_CUDA_T_ADD "add"
 #define KILN_CUDA_T_STORE_KV "store_kv"

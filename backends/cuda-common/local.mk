@@ -35,6 +35,9 @@ kiln_cuda_template_files = \
 	backends/cuda-common/kernels/rope.cu.tmpl \
 	backends/cuda-common/kernels/rope_store.cu.tmpl \
 	backends/cuda-common/kernels/attention.cu.tmpl \
+	backends/cuda-common/kernels/attention_part.cuh.tmpl \
+	backends/cuda-common/kernels/attention_split.cu.tmpl \
+	backends/cuda-common/kernels/attention_merge.cu.tmpl \
 	backends/cuda-common/kernels/swiglu.cu.tmpl \
 	backends/cuda-common/kernels/add.cu.tmpl \
 	backends/cuda-common/kernels/slice.cu.tmpl \

@@ -1,6 +1,7 @@
-/* GET_ROWS, ROPE, ATTENTION, STORE_KV, SWIGLU and ADD nodes -> descriptors. RoPE's
- * mode, n_rot, head_dim, n_head and θ and attention's head_dim, head
- * counts and scale are the node's own params, bit-exact. */
+/* GET_ROWS, ROPE, ATTENTION (both kernels: one block per head, and the
+ * split-KV decode pair), STORE_KV, SWIGLU and ADD nodes -> descriptors.
+ * RoPE's mode, n_rot, head_dim, n_head and θ and attention's head_dim,
+ * head counts and scale are the node's own params, bit-exact. */
 #include "config.h"
 
 #include "kernel_templates.h"
@@ -87,6 +88,78 @@ kiln_status kiln_cuda_attention_describe(const kiln_host_api *host, kiln_kcompil
   if (!st) st = host->kdesc_set_i64(d, "n_head", p->n_head);
   if (!st) st = host->kdesc_set_i64(d, "n_head_kv", p->n_head_kv);
   if (!st) st = host->kdesc_set_f32(d, "scale", p->scale);
+  if (!st) st = host->kdesc_set_i64(d, "warps", warps);
+  return kiln_cuda_describe_finish(host, st, d, node, out_desc);
+}
+
+bool kiln_cuda_attention_split_fits(const kiln_node *node) {
+  const kiln_attention_params *p = &node->p.attention;
+  if (p->n_head_kv < 1 || p->n_head % p->n_head_kv != 0 || p->head_dim < 1) return false;
+  const int64_t group = p->n_head / p->n_head_kv, per_lane = (p->head_dim + 31) / 32;
+  return group <= 16 && group * per_lane <= 64;
+}
+
+uint32_t kiln_cuda_attention_splits_auto(int sm_count, int64_t n_ctx, int64_t n_head_kv,
+                                         uint32_t warps) {
+  const int64_t sm = sm_count > 0 ? sm_count : 1, kv = n_head_kv > 0 ? n_head_kv : 1;
+  const int64_t w = warps > 0 ? warps : 1;
+  int64_t n = (2 * sm + kv - 1) / kv;
+  const int64_t useful = (n_ctx + w - 1) / w;
+  if (n > useful) n = useful;
+  return n < 1 ? 1u : n > KILN_CUDA_MAX_ATTN_SPLITS ? KILN_CUDA_MAX_ATTN_SPLITS : (uint32_t)n;
+}
+
+uint64_t kiln_cuda_attention_part_bytes(const kiln_node *node, uint32_t n_split) {
+  const kiln_attention_params *p = &node->p.attention;
+  return (uint64_t)p->n_head * n_split * ((uint64_t)p->head_dim + 2) * sizeof(float);
+}
+
+/* What both halves of the split kernel check: the node, warps, n_split. */
+static kiln_status attention_split_check(const kiln_host_api *host, const kiln_node *node,
+                                         uint32_t warps, uint32_t n_split) {
+  KILN_RETURN_IF_ERROR(kiln_cuda_node_check(host, node));
+  KILN_RETURN_IF_ERROR(want_op(host, node, KILN_OP_ATTENTION, KILN_OP_ATTENTION));
+  KILN_RETURN_IF_ERROR(kiln_cuda_describe_check_threads(host, node, "warps", warps, 1, 32, false));
+  KILN_RETURN_IF_ERROR(kiln_cuda_describe_check_threads(host, node, "n_split", n_split, 1,
+                                                        KILN_CUDA_MAX_ATTN_SPLITS, false));
+  const kiln_attention_params *p = &node->p.attention;
+  if (!kiln_cuda_attention_split_fits(node))
+    return kiln_node_error(host, KILN_STATUS_UNSUPPORTED, node,
+                           "split decode attention holds at most 16 query heads per KV head "
+                           "and 64 of their values per lane; n_head %d / n_head_kv %d with "
+                           "head_dim %d needs %d heads and %d values",
+                           (int)p->n_head, (int)p->n_head_kv, (int)p->head_dim,
+                           (int)(p->n_head / p->n_head_kv),
+                           (int)(p->n_head / p->n_head_kv * ((p->head_dim + 31) / 32)));
+  return NULL;
+}
+
+kiln_status kiln_cuda_attention_split_describe(const kiln_host_api *host,
+                                               kiln_kcompiler *compiler, const kiln_node *node,
+                                               uint32_t warps, uint32_t n_split,
+                                               kiln_kdesc **out_desc) {
+  KILN_RETURN_IF_ERROR(attention_split_check(host, node, warps, n_split));
+  const kiln_attention_params *p = &node->p.attention;
+  kiln_kdesc *d = NULL;
+  KILN_RETURN_IF_ERROR(host->kdesc_new(compiler, KILN_CUDA_T_ATTENTION_SPLIT, &d));
+  kiln_status st = host->kdesc_set_i64(d, "head_dim", p->head_dim);
+  if (!st) st = host->kdesc_set_i64(d, "n_head", p->n_head);
+  if (!st) st = host->kdesc_set_i64(d, "n_head_kv", p->n_head_kv);
+  if (!st) st = host->kdesc_set_f32(d, "scale", p->scale);
+  if (!st) st = host->kdesc_set_i64(d, "warps", warps);
+  if (!st) st = host->kdesc_set_i64(d, "n_split", n_split);
+  return kiln_cuda_describe_finish(host, st, d, node, out_desc);
+}
+
+kiln_status kiln_cuda_attention_merge_describe(const kiln_host_api *host,
+                                               kiln_kcompiler *compiler, const kiln_node *node,
+                                               uint32_t warps, uint32_t n_split,
+                                               kiln_kdesc **out_desc) {
+  KILN_RETURN_IF_ERROR(attention_split_check(host, node, warps, n_split));
+  kiln_kdesc *d = NULL;
+  KILN_RETURN_IF_ERROR(host->kdesc_new(compiler, KILN_CUDA_T_ATTENTION_MERGE, &d));
+  kiln_status st = host->kdesc_set_i64(d, "head_dim", node->p.attention.head_dim);
+  if (!st) st = host->kdesc_set_i64(d, "n_split", n_split);
   if (!st) st = host->kdesc_set_i64(d, "warps", warps);
   return kiln_cuda_describe_finish(host, st, d, node, out_desc);
 }

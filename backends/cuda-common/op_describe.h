@@ -95,6 +95,47 @@ kiln_status kiln_cuda_attention_describe(const kiln_host_api *host, kiln_kcompil
                                          const kiln_node *node, uint32_t warps,
                                          kiln_kdesc **out_desc);
 
+/* ---- split-KV decode attention (attention_split.cu.tmpl,
+ * attention_merge.cu.tmpl): a pass of one token ---- */
+
+/* The most splits of the keys ([<plugin>] attention_splits' range). */
+#define KILN_CUDA_MAX_ATTN_SPLITS 256
+
+/* Whether the split kernel can take node: at most 16 query heads per KV
+ * head, and at most 64 values of a group's queries (and as many sums) per
+ * lane, (n_head / n_head_kv) * ceil(head_dim / 32) <= 64. Other nodes
+ * keep the one-block-per-head kernel (attention.cu.tmpl) for decode. */
+bool kiln_cuda_attention_split_fits(const kiln_node *node);
+
+/* The automatic split count: enough (split, KV head) blocks for about two
+ * per SM (ceil(2 * sm_count / n_head_kv)), but no more splits than a
+ * cache of n_ctx positions can fill when each takes at least one key per
+ * warp (ceil(n_ctx / warps)), and 1 .. KILN_CUDA_MAX_ATTN_SPLITS. */
+uint32_t kiln_cuda_attention_splits_auto(int sm_count, int64_t n_ctx, int64_t n_head_kv,
+                                         uint32_t warps);
+
+/* Bytes of the partial results for node with n_split splits: n_head *
+ * n_split records of head_dim + 2 floats (attention_part.cuh.tmpl). */
+uint64_t kiln_cuda_attention_part_bytes(const kiln_node *node, uint32_t n_split);
+
+/* ATTENTION, decode: attention_split with the node's head_dim, n_head,
+ * n_head_kv and scale, `warps` (1..32) and n_split (1..256); grid
+ * (n_split, n_head_kv), block 32 * warps; arguments (q, k_cache, v_cache,
+ * part, step). KILN_STATUS_UNSUPPORTED for a node that does not fit
+ * (kiln_cuda_attention_split_fits), KILN_STATUS_INVALID_ARGUMENT for
+ * warps or n_split out of range, both naming the node. */
+kiln_status kiln_cuda_attention_split_describe(const kiln_host_api *host,
+                                               kiln_kcompiler *compiler, const kiln_node *node,
+                                               uint32_t warps, uint32_t n_split,
+                                               kiln_kdesc **out_desc);
+
+/* ATTENTION, decode: attention_merge for the node's head_dim and
+ * n_split; grid n_head, block 32 * warps; arguments (part, y). */
+kiln_status kiln_cuda_attention_merge_describe(const kiln_host_api *host,
+                                               kiln_kcompiler *compiler, const kiln_node *node,
+                                               uint32_t warps, uint32_t n_split,
+                                               kiln_kdesc **out_desc);
+
 /* STORE_KV: store_kv with the cache's width (dst ne0); any grid
  * (grid-stride); arguments (src, cache, step), src the step's first
  * column, step the step block whose pos0 and n_tokens say where and how

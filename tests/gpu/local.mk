@@ -78,6 +78,18 @@ tests_unit_test_matvec_q_host_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/tests/gp
 tests_unit_test_matvec_q_host_CXXFLAGS = $(CMOCKA_CFLAGS) -I$(top_srcdir)/tests -std=gnu++17
 tests_unit_test_matvec_q_host_LDADD = $(kiln_gpu_test_libs)
 
+# The split decode attention kernels run on the host, block by block, on
+# green threads (tests/unit/cuda_block_emu.h): no device, no CUDA.
+check_PROGRAMS += tests/unit/test_attention_host
+TESTS += tests/unit/test_attention_host
+tests_unit_test_attention_host_SOURCES = tests/unit/test_attention_host.cc \
+	tests/unit/cuda_block_emu.h tests/unit/attention_host_shape.h
+tests_unit_test_attention_host_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/tests/gpu \
+	-I$(top_srcdir)/backends/cuda-common/kernels
+tests_unit_test_attention_host_CXXFLAGS = $(CMOCKA_CFLAGS) -I$(top_srcdir)/tests -std=gnu++17 \
+	-Wall -Wextra -Wno-unknown-pragmas -Wno-unused-parameter
+tests_unit_test_attention_host_LDADD = $(kiln_gpu_test_libs)
+
 # CI-side checks of the CUDA code that need no device: the plugins load
 # and report themselves (libkiln only, through the loader), and every
 # template compiles with NVRTC for sm_90 / sm_120 / sm_121.

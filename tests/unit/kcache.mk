@@ -70,7 +70,11 @@ tests_unit_test_kcache_guard_drop_LDADD = backends/cuda-common/libkilncudacommon
 
 # The same for each other kind of value a kernel bakes that a defect could
 # leave out of a key: qwen35's L2-norm ε, RoPE θ (rope, rope_imrope), a
-# rotary section, a delta-rule head dim, the conv width, the chunk size.
+# rotary section, a delta-rule head dim, the conv width, the chunk size,
+# matvec_q's load0 and groups_per_block, the split decode attention's
+# n_split and n_head_kv (its GQA ratio), each checked in attention_split
+# alone (KILN_KCACHE_TEST_DROP_TEMPLATE: attention and rope_store bake
+# n_head_kv too, and would go red first), and n_split in attention_merge.
 # Each checks only the templates declaring its parameter (test_kcache_guard.c).
 kcache_guard_drop_sources = tests/unit/test_kcache_guard.c $(kcache_testhost) core/src/base/status.c \
 	$(kiln_kcache_sources)
@@ -79,7 +83,9 @@ kcache_guard_drop_cflags = $(kcache_test_cflags) $(XXHASH_CFLAGS)
 kcache_guard_drop_more = tests/unit/test_kcache_guard_drop_l2_eps tests/unit/test_kcache_guard_drop_theta \
 	tests/unit/test_kcache_guard_drop_sect_h tests/unit/test_kcache_guard_drop_head_k_dim \
 	tests/unit/test_kcache_guard_drop_d_conv tests/unit/test_kcache_guard_drop_chunk \
-	tests/unit/test_kcache_guard_drop_load0 tests/unit/test_kcache_guard_drop_groups_per_block
+	tests/unit/test_kcache_guard_drop_load0 tests/unit/test_kcache_guard_drop_groups_per_block \
+	tests/unit/test_kcache_guard_drop_n_split tests/unit/test_kcache_guard_drop_n_head_kv \
+	tests/unit/test_kcache_guard_drop_n_split_merge
 check_PROGRAMS += $(kcache_guard_drop_more)
 TESTS += $(kcache_guard_drop_more)
 XFAIL_TESTS += $(kcache_guard_drop_more)
@@ -115,4 +121,19 @@ tests_unit_test_kcache_guard_drop_groups_per_block_SOURCES = $(kcache_guard_drop
 tests_unit_test_kcache_guard_drop_groups_per_block_CPPFLAGS = $(kcache_cuda_cppflags) -DKILN_KCACHE_TEST_DROP_PARAM='"groups_per_block"'
 tests_unit_test_kcache_guard_drop_groups_per_block_CFLAGS = $(kcache_guard_drop_cflags)
 tests_unit_test_kcache_guard_drop_groups_per_block_LDADD = $(kcache_guard_drop_libs)
+tests_unit_test_kcache_guard_drop_n_split_SOURCES = $(kcache_guard_drop_sources)
+tests_unit_test_kcache_guard_drop_n_split_CPPFLAGS = $(kcache_cuda_cppflags) -DKILN_KCACHE_TEST_DROP_PARAM='"n_split"' \
+	-DKILN_KCACHE_TEST_DROP_TEMPLATE='"attention_split"'
+tests_unit_test_kcache_guard_drop_n_split_CFLAGS = $(kcache_guard_drop_cflags)
+tests_unit_test_kcache_guard_drop_n_split_LDADD = $(kcache_guard_drop_libs)
+tests_unit_test_kcache_guard_drop_n_head_kv_SOURCES = $(kcache_guard_drop_sources)
+tests_unit_test_kcache_guard_drop_n_head_kv_CPPFLAGS = $(kcache_cuda_cppflags) -DKILN_KCACHE_TEST_DROP_PARAM='"n_head_kv"' \
+	-DKILN_KCACHE_TEST_DROP_TEMPLATE='"attention_split"'
+tests_unit_test_kcache_guard_drop_n_head_kv_CFLAGS = $(kcache_guard_drop_cflags)
+tests_unit_test_kcache_guard_drop_n_head_kv_LDADD = $(kcache_guard_drop_libs)
+tests_unit_test_kcache_guard_drop_n_split_merge_SOURCES = $(kcache_guard_drop_sources)
+tests_unit_test_kcache_guard_drop_n_split_merge_CPPFLAGS = $(kcache_cuda_cppflags) -DKILN_KCACHE_TEST_DROP_PARAM='"n_split"' \
+	-DKILN_KCACHE_TEST_DROP_TEMPLATE='"attention_merge"'
+tests_unit_test_kcache_guard_drop_n_split_merge_CFLAGS = $(kcache_guard_drop_cflags)
+tests_unit_test_kcache_guard_drop_n_split_merge_LDADD = $(kcache_guard_drop_libs)
 endif

@@ -7,8 +7,9 @@
  * against services whose key leaves out one kind of baked value — an
  * RMSNorm's ε, the q/k L2 norms' ε, RoPE θ, a rotary section, a delta-rule
  * head dim, the conv width, the chunk size, a matvec_q matrix's way of reading
- * its weight (load0), its sets of rows per block — where it must fail (XFAIL),
- * proving the guard goes red for each. */
+ * its weight (load0), its sets of rows per block, the split decode attention's
+ * split count (n_split) and its GQA ratio (n_head_kv) — where it must fail
+ * (XFAIL), proving the guard goes red for each. */
 #include "config.h"
 
 #include <setjmp.h>
@@ -79,6 +80,9 @@ static const sample samples[] = {
     {"theta", KILN_KPARAM_F32, {1e6, 1e4}, {NULL, NULL}},
     {"scale", KILN_KPARAM_F32, {0.08838834764831845, 0.125}, {NULL, NULL}},
     {"warps", KILN_KPARAM_I64, {4, 8}, {NULL, NULL}},
+    /* attention_split, attention_merge: 28/2 and 14/7 heads give groups of
+     * 14, 7, 4 and 2, each within the split kernel's registers at head_dim 128 */
+    {"n_split", KILN_KPARAM_I64, {16, 5}, {NULL, NULL}},
     /* slice */
     {"width", KILN_KPARAM_I64, {4096, 2048}, {NULL, NULL}},
     {"offset", KILN_KPARAM_I64, {0, 64}, {NULL, NULL}},
@@ -105,14 +109,27 @@ static const sample samples[] = {
 };
 
 /* A build that drops a parameter from the key (tests/unit/kcache.mk)
- * checks that parameter alone, in every template that declares it: the
- * guard must go red there, and the rest cannot tell (nor need the compile
- * time: there is one such build per kind of baked value). */
+ * checks that parameter alone, in every template that declares it (or in
+ * KILN_KCACHE_TEST_DROP_TEMPLATE alone, when the build names one: the
+ * first template to go red ends the suite, so a parameter several
+ * templates share names the one it is meant to prove): the guard must go
+ * red there, and the rest cannot tell (nor need the compile time: there
+ * is one such build per kind of baked value). */
 #ifdef KILN_KCACHE_TEST_DROP_PARAM
 static bool in_scope(const char *param) { return strcmp(param, KILN_KCACHE_TEST_DROP_PARAM) == 0; }
 #else
 static bool in_scope(const char *param) {
   (void)param;
+  return true;
+}
+#endif
+#ifdef KILN_KCACHE_TEST_DROP_TEMPLATE
+static bool template_in_scope(const char *name) {
+  return strcmp(name, KILN_KCACHE_TEST_DROP_TEMPLATE) == 0;
+}
+#else
+static bool template_in_scope(const char *name) {
+  (void)name;
   return true;
 }
 #endif
@@ -197,6 +214,7 @@ static void test_each_baked_parameter(void **state) {
     const kiln_ktemplate *t = kiln_cuda_templates[ti];
     bool any = false;
     for (uint32_t i = 0; i < t->n_params; i++) any = any || in_scope(t->params[i].name);
+    any = any && template_in_scope(t->name);
     if (!any) continue;
     int choice[KILN_KTEMPLATE_MAX_PARAMS] = {0};
     result base = compile_choice(t, choice);

@@ -1,0 +1,55 @@
+/* One shape of the split decode attention kernels compiled for the host
+ * (test_attention_host.cc): include inside a namespace of its own after
+ * defining the kernels' baked values (KILN_HEAD_DIM, KILN_N_HEAD,
+ * KILN_N_HEAD_KV, KILN_SCALE, KILN_WARPS, KILN_N_SPLIT) and
+ * KILN_HOST_SHAPE, a token naming the shape; defines `shape`, a
+ * host_shape, and undefines every macro the kernels and the caller set,
+ * ready for the next shape. Not a header of its own: no include guard. */
+#define KILN_HOST_CAT2(a, b) a##b
+#define KILN_HOST_CAT(a, b) KILN_HOST_CAT2(a, b)
+/* Distinct names for the kernels' extern "C" entries in each shape. */
+#define kiln_attention_split KILN_HOST_CAT(KILN_HOST_SHAPE, _split)
+#define kiln_attention_merge KILN_HOST_CAT(KILN_HOST_SHAPE, _merge)
+#include "attention_part.cuh.tmpl"
+#include "attention_split.cu.tmpl"
+#include "attention_merge.cu.tmpl"
+
+static const char *run(const float *q, const float *k, const float *v, float *part, float *y,
+                       const int *step) {
+  const char *e =
+      kiln_emu::launch(kiln_emu_dim3{KILN_N_SPLIT, KILN_N_HEAD_KV, 1}, 32 * KILN_WARPS,
+                       [&] { kiln_attention_split(q, k, v, part, step); });
+  if (e) return e;
+  return kiln_emu::launch(kiln_emu_dim3{KILN_N_HEAD, 1, 1}, 32 * KILN_WARPS,
+                          [&] { kiln_attention_merge(part, y); });
+}
+
+#define KILN_HOST_STR2(a) #a
+#define KILN_HOST_STR(a) KILN_HOST_STR2(a)
+static const host_shape shape = {KILN_HOST_STR(KILN_HOST_SHAPE), KILN_HEAD_DIM, KILN_N_HEAD,
+                                 KILN_N_HEAD_KV, KILN_SCALE, KILN_WARPS, KILN_N_SPLIT, run};
+
+#undef KILN_HOST_CAT2
+#undef KILN_HOST_CAT
+#undef KILN_HOST_STR2
+#undef KILN_HOST_STR
+#undef kiln_attention_split
+#undef kiln_attention_merge
+#undef KILN_HOST_SHAPE
+#undef KILN_HEAD_DIM
+#undef KILN_N_HEAD
+#undef KILN_N_HEAD_KV
+#undef KILN_SCALE
+#undef KILN_WARPS
+#undef KILN_N_SPLIT
+#undef KILN_PER_LANE
+#undef KILN_GROUP
+#undef KILN_THREADS
+#undef KILN_CLASSES
+#undef KILN_PART_STRIDE
+#undef KILN_PART_REC
+#undef KILN_PART_M
+#undef KILN_PART_L
+#undef KILN_PART_ACC
+#undef KILN_NEG_INF
+#undef KILN_FULL_MASK
