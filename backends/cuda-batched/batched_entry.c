@@ -10,7 +10,7 @@
 
 static const kiln_config_key keys[] = {KILN_CUDA_KEY_DEVICE, KILN_CUDA_KEY_POISON,
                                        KILN_CUDA_KEY_PROFILE, KILN_CUDA_KEY_ACTIVATIONS, KILN_CUDA_KEY_MATVEC_LOAD,
-                                       KILN_CUDA_KEY_MATVEC_SHAPE,
+                                       KILN_CUDA_KEY_MATVEC_SHAPE, KILN_CUDA_KEY_ATTENTION_SPLITS,
                                        KILN_CUDA_KEY_FUSE, KILN_CUDA_KEY_GRAPH, KILN_CUDA_KEY_GEMM,
                                        KILN_CUDA_KEY_GEMM_SCRATCH,
                                        KILN_CUDA_KEY_DEVICES, KILN_CUDA_KEY_TENSOR_PARALLEL};
@@ -22,5 +22,5 @@ KILN_CUDA_PLUGIN_ENTRY("cuda-batched",
                        .norm_prefill = KILN_CUDA_RMSNORM_ROWS,
                        .matvec_warps = 4, .matvec_rows_per_group = 2,
                        .attention_warps = 4,
-                       .attention_warps_decode = 16,
+                       .attention_warps_decode = 16, .attention_warps_split = 8,
                        .has_gemm_keys = true);

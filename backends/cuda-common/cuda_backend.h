@@ -23,9 +23,10 @@
  *
  * Decode (a step of one token, every flavor): MUL_MAT of a block weight as
  * matvec_q on quantized activations ([<plugin>] activations), neighbouring
- * nodes fused where a kernel for them exists (cuda_fuse.c), positions
- * from the per-step block (cuda_step.h), and the step captured as a CUDA
- * graph and replayed (cuda_graph.c).
+ * nodes fused where a kernel for them exists (cuda_fuse.c), ATTENTION as
+ * split-KV attention (attention_split + attention_merge, [<plugin>]
+ * attention_splits), positions from the per-step block (cuda_step.h), and
+ * the step captured as a CUDA graph and replayed (cuda_graph.c).
  *
  * Errors: every driver and cuBLAS call is checked; a failure becomes a
  * status with the call, the CUDA (or cuBLAS) error name and text, and the
@@ -58,7 +59,10 @@ typedef struct kiln_cuda_flavor {
   uint32_t matvec_rows_per_group;         /* weight rows per group of warps (matvec.cu.tmpl) */
   uint32_t attention_warps;               /* warps per (head, token) block, batched steps */
   uint32_t attention_warps_decode;        /* the same for steps of one token, whose n_head
-                                             blocks alone must keep the device busy */
+                                             blocks alone must keep the device busy (a node
+                                             the split kernel cannot take) */
+  uint32_t attention_warps_split;         /* warps per block of the split-KV decode attention
+                                             (attention_split, attention_merge) */
   int cc_major; /* 0: any device; 12: compute capability 12.x only (cuda-cc120) */
   /* Config keys the plugin declares beyond device and poison. */
   bool has_gemm_keys;      /* gemm, gemm_scratch_mib */
@@ -194,6 +198,9 @@ typedef struct kiln_cuda_node_state {
   kiln_cuda_fn bias;     /* MUL_MAT bias: bias_add, where the matvec does not add it */
   bool bias_fused;       /* MUL_MAT: the matvec adds the bias */
   kiln_cuda_fn dequant;  /* MUL_MAT weight -> f32 tile for the GEMM */
+  kiln_cuda_fn attn_merge; /* ATTENTION, one token: attention_merge after decode's attention_split
+                              (fn NULL: decode is the one-block-per-head kernel) */
+  uint32_t attn_splits;    /* ATTENTION: attention_split's n_split, its grid's x */
   int64_t rows_per_token; /* RMS_NORM: rows of the weight's length per column */
   uint32_t prof_kind[2];  /* profile kinds: [0] steps of one token, [1] of several */
   /* Quantized activations (activations = q16 / q8) and the fused kernels
@@ -252,6 +259,7 @@ typedef struct kiln_cuda_backend {
   CUstream stream;
   CUdeviceptr step_dev; /* the per-step parameter block (cuda_step.h) */
   int cc_major, cc_minor;
+  int sm_count; /* streaming multiprocessors: the split decode attention's grid */
   char arch[16];
   kiln_nvrtc nv;
   kiln_kcompiler *compiler;
@@ -260,6 +268,15 @@ typedef struct kiln_cuda_backend {
   bool fuse;           /* [<plugin>] fuse: run side-by-side nodes as one kernel */
   int mvq_load;        /* [<plugin>] matvec_load: 0 auto, 1 direct, 2 staged */
   kiln_cuda_matvec_shape mvq_forced; /* [<plugin>] matvec_shape; warps 0: auto */
+  uint32_t attn_splits_forced;       /* [<plugin>] attention_splits; 0: auto */
+  /* The split decode attention's partial results (attention_part.cuh):
+   * n_head * n_split records of head_dim + 2 floats for the largest
+   * ATTENTION node prepared, grown in prepare(), freed in close() with
+   * the rest of the plan's memory. Every launch pair writes the records
+   * it reads (a split without keys writes only m, and the merge reads
+   * only m of it), in stream order, so the layers share it. */
+  CUdeviceptr attn_part;
+  uint64_t attn_part_bytes;
   /* The quantized-activation scratch: one column of the widest matvec_q
    * input, grown in prepare(); xq_of is the tensor it holds now, valid
    * for the pass numbered xq_pass (each pass over a step's nodes takes

@@ -101,6 +101,17 @@
            "group, sets of groups per block), for tuning; auto picks one by " \
            "the weights' types and shapes"}
 
+#define KILN_CUDA_KEY_ATTENTION_SPLITS                                        \
+  {.name = "attention_splits",                                                \
+   .type = KILN_CONFIG_INT,                                                   \
+   .default_value = "0",                                                      \
+   .min = 0,                                                                  \
+   .max = 256,                                                                \
+   .help = "splits of the keys in decode attention (split-KV, one block per " \
+           "split and KV head, merged by a second kernel), for tuning; 0 = "  \
+           "auto: about two blocks per SM, at most one split per warp's key " \
+           "of the cache"}
+
 #define KILN_CUDA_KEY_ALLOW_LOWER_CC                                          \
   {.name = "allow_lower_cc",                                                  \
    .type = KILN_CONFIG_BOOL,                                                  \

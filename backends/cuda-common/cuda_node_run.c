@@ -203,11 +203,37 @@ static kiln_status run_get_columns(kiln_cuda_backend *be, const kiln_node *node,
   return NULL;
 }
 
+/* A pass of one token with the split kernel prepared: attention_split's
+ * (n_split, n_head_kv) blocks, then attention_merge's n_head; both grids
+ * fixed at prepare, the keys' count read from the step block. */
+static kiln_status run_attention_split(kiln_cuda_backend *be, const kiln_node *node,
+                                       const kiln_cuda_node_state *ns, CUdeviceptr q,
+                                       CUdeviceptr kc, CUdeviceptr vc, CUdeviceptr y) {
+  CUdeviceptr part = be->attn_part;
+  if (!part || be->attn_part_bytes < kiln_cuda_attention_part_bytes(node, ns->attn_splits))
+    return kiln_node_error(be->host, KILN_STATUS_INTERNAL, node,
+                           "the split-attention partials hold %llu bytes, fewer than it needs",
+                           (unsigned long long)be->attn_part_bytes);
+  void *split_args[] = {&q, &kc, &vc, &part, &be->step_dev};
+  KILN_RETURN_IF_ERROR(kiln_cuda_launch(be, node, "attention_split", ns->decode.fn,
+                                        ns->attn_splits, (uint32_t)node->p.attention.n_head_kv,
+                                        ns->decode.block, split_args));
+  void *merge_args[] = {&part, &y};
+  return kiln_cuda_launch(be, node, "attention_merge", ns->attn_merge.fn,
+                          (uint32_t)node->p.attention.n_head, 1, ns->attn_merge.block, merge_args);
+}
+
 static kiln_status run_attention(kiln_cuda_backend *be, const kiln_node *node,
                                  const kiln_cuda_node_state *ns, const kiln_cuda_buffer *const *b,
                                  int32_t n, int32_t col) {
   CUdeviceptr q = kiln_cuda_col_ptr(b[0], node->src[0], col), kc = b[1]->ptr, vc = b[2]->ptr,
               y = kiln_cuda_col_ptr(b[4], node->dst, col);
+  if (!(n > 1 && ns->prefill.fn) && ns->attn_merge.fn) {
+    if (n != 1)
+      return kiln_node_error(be->host, KILN_STATUS_INTERNAL, node,
+                             "the split decode attention takes one token, not %d", (int)n);
+    return run_attention_split(be, node, ns, q, kc, vc, y);
+  }
   void *args[] = {&q, &kc, &vc, &y, &be->step_dev};
   const kiln_cuda_fn *f = n > 1 && ns->prefill.fn ? &ns->prefill : &ns->decode;
   return kiln_cuda_launch(be, node, "attention", f->fn, (uint32_t)node->p.attention.n_head,

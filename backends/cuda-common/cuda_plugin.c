@@ -129,6 +129,7 @@ static void backend_free(kiln_cuda_backend *be) {
   kiln_cuda_blas_close(be);
   if (be->scratch) cu->MemFree(be->scratch);
   if (be->xq) cu->MemFree(be->xq);
+  if (be->attn_part) cu->MemFree(be->attn_part);
   if (be->step_dev) cu->MemFree(be->step_dev);
   if (be->staging) cu->MemFreeHost(be->staging);
   if (be->up_staging) cu->MemFreeHost(be->up_staging);
@@ -178,6 +179,7 @@ static kiln_status read_config(kiln_cuda_backend *be, const kiln_config_section 
       be->mvq_forced = (kiln_cuda_matvec_shape){w, k, r, g};
     }
   }
+  be->attn_splits_forced = cfg ? (uint32_t)host->cfg_int(cfg, "attention_splits") : 0;
   be->prof.step_running = be->prof.step_done = -1;
   *out_allow_lower = cfg && fl->has_allow_lower_cc ? host->cfg_bool(cfg, "allow_lower_cc") : false;
   be->gemm = KILN_CUDA_GEMM_F32;
@@ -217,6 +219,9 @@ static kiln_status open_device(kiln_cuda_backend *be, bool allow_lower) {
                                    be->dev));
   KILN_CU_CHECK(host, cu, NULL,
                 DeviceGetAttribute(&be->cc_minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR,
+                                   be->dev));
+  KILN_CU_CHECK(host, cu, NULL,
+                DeviceGetAttribute(&be->sm_count, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT,
                                    be->dev));
   if (fl->cc_major && be->cc_major != fl->cc_major) {
     if (be->cc_major > fl->cc_major || !allow_lower)

@@ -135,6 +135,55 @@ static kiln_status xq_reserve(kiln_cuda_backend *be, uint64_t bytes, const kiln_
   return NULL;
 }
 
+/* Makes the split decode attention's partials hold at least `bytes`. */
+static kiln_status attn_part_reserve(kiln_cuda_backend *be, uint64_t bytes,
+                                     const kiln_node *node) {
+  if (bytes <= be->attn_part_bytes) return NULL;
+  if (be->attn_part) {
+    KILN_CU_CHECK(be->host, be->cu, node, StreamSynchronize(be->stream));
+    KILN_CU_CHECK(be->host, be->cu, node, MemFree(be->attn_part));
+    be->attn_part = 0;
+    be->attn_part_bytes = 0;
+  }
+  KILN_RETURN_IF_ERROR(be->host->status_annotate(
+      kiln_cuda_mem_alloc(be, bytes, node, &be->attn_part),
+      "the split-attention partials of %llu bytes", (unsigned long long)bytes));
+  be->attn_part_bytes = bytes;
+  return NULL;
+}
+
+/* ATTENTION for steps of one token: split-KV attention (attention_split
+ * over n_split splits of the keys for each KV head, then attention_merge)
+ * where the node fits it, n_split from [<plugin>] attention_splits or
+ * chosen for the device's SMs and the cache's length (n_ctx: the K
+ * cache's positions); otherwise one block per query head. */
+static kiln_status prepare_attention_decode(kiln_cuda_backend *be, const kiln_node *node,
+                                            kiln_cuda_node_state *ns) {
+  kiln_kdesc *d = NULL;
+  if (!kiln_cuda_attention_split_fits(node)) {
+    const uint32_t warps = be->fl->attention_warps_decode;
+    KILN_RETURN_IF_ERROR(kiln_cuda_attention_describe(be->host, be->compiler, node, warps, &d));
+    ns->decode.block = 32 * warps;
+    return get_fn(be, d, node, &ns->decode.fn);
+  }
+  const uint32_t warps = be->fl->attention_warps_split;
+  const uint32_t n_split =
+      be->attn_splits_forced
+          ? be->attn_splits_forced
+          : kiln_cuda_attention_splits_auto(be->sm_count, node->src[1]->ne[1],
+                                            node->p.attention.n_head_kv, warps);
+  KILN_RETURN_IF_ERROR(
+      kiln_cuda_attention_split_describe(be->host, be->compiler, node, warps, n_split, &d));
+  KILN_RETURN_IF_ERROR(get_fn(be, d, node, &ns->decode.fn));
+  ns->decode.block = 32 * warps;
+  KILN_RETURN_IF_ERROR(
+      kiln_cuda_attention_merge_describe(be->host, be->compiler, node, warps, n_split, &d));
+  KILN_RETURN_IF_ERROR(get_fn(be, d, node, &ns->attn_merge.fn));
+  ns->attn_merge.block = 32 * warps;
+  ns->attn_splits = n_split;
+  return attn_part_reserve(be, kiln_cuda_attention_part_bytes(node, n_split), node);
+}
+
 /* Whether a block type's blocks are only 2-byte aligned (sizes 18, 22, 34,
  * 210): read directly, a decoder takes them in 2-byte pieces, and every
  * piece fetches whole sectors again (L1 is bypassed for weights). */
@@ -382,10 +431,7 @@ kiln_status kiln_cuda_prepare(void *backend, const kiln_node *node) {
     if (!st) st = prepare_rope_fused(be, node);
     break;
   case KILN_OP_ATTENTION:
-    st = kiln_cuda_attention_describe(host, be->compiler, node, be->fl->attention_warps_decode,
-                                      &d);
-    if (!st) st = get_fn(be, d, node, &ns->decode.fn);
-    ns->decode.block = 32 * be->fl->attention_warps_decode;
+    st = prepare_attention_decode(be, node, ns);
     if (!st && batched) {
       st = kiln_cuda_attention_describe(host, be->compiler, node, be->fl->attention_warps, &d);
       if (!st) st = get_fn(be, d, node, &ns->prefill.fn);
