@@ -107,10 +107,10 @@
    .default_value = "0",                                                      \
    .min = 0,                                                                  \
    .max = 256,                                                                \
-   .help = "splits of the keys in decode attention (split-KV, one block per " \
+   .help = "splits of the keys in decode attention (split-KV: one block per " \
            "split and KV head, merged by a second kernel), for tuning; 0 = "  \
-           "auto: about two blocks per SM, at most one split per warp's key " \
-           "of the cache"}
+           "auto: about two blocks per SM, and no more splits than the KV "   \
+           "cache's length can give a key to every warp of each"}
 
 #define KILN_CUDA_KEY_ALLOW_LOWER_CC                                          \
   {.name = "allow_lower_cc",                                                  \

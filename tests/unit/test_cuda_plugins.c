@@ -157,8 +157,11 @@ static void test_config_keys(void **state) {
                                {"cuda-batched", "gemm", "tf32", "test"},
                                {"cuda-batched", "gemm_scratch_mib", "64", "test"},
                                {"cuda-cc120", "allow_lower_cc", "true", "test"},
-                               {"cuda-cc120", "gemm", "bf16", "test"}};
-  KT_ASSERT_OK(kiln_runtime_open(&(kiln_runtime_options){.config_path = NULL, .use_environment = true, .overrides = ok, .n_overrides = 6}, &rt));
+                               {"cuda-cc120", "gemm", "bf16", "test"},
+                               {"cuda-serial", "attention_splits", "256", "test"},
+                               {"cuda-batched", "attention_splits", "0", "test"},
+                               {"cuda-cc120", "attention_splits", "1", "test"}};
+  KT_ASSERT_OK(kiln_runtime_open(&(kiln_runtime_options){.config_path = NULL, .use_environment = true, .overrides = ok, .n_overrides = 9}, &rt));
   kiln_runtime_free(rt);
   kiln_config_override bad_gemm[] = {{"cuda-batched", "gemm", "f16", "--gemm"}};
   KT_ASSERT_ERR(kiln_runtime_open(&(kiln_runtime_options){.config_path = NULL, .use_environment = true, .overrides = bad_gemm, .n_overrides = 1}, &rt),
@@ -167,6 +170,11 @@ static void test_config_keys(void **state) {
   kiln_status st = kiln_runtime_open(&(kiln_runtime_options){.config_path = NULL, .use_environment = true, .overrides = bad_key, .n_overrides = 1}, &rt);
   assert_non_null(st);
   assert_non_null(strstr(kiln_status_message(st), "allow_lower_cc"));
+  kiln_status_free(st);
+  kiln_config_override bad_splits[] = {{"cuda-batched", "attention_splits", "257", "--x"}};
+  st = kiln_runtime_open(&(kiln_runtime_options){.config_path = NULL, .use_environment = true, .overrides = bad_splits, .n_overrides = 1}, &rt);
+  assert_non_null(st);
+  assert_non_null(strstr(kiln_status_message(st), "attention_splits"));
   kiln_status_free(st);
   kiln_config_override bad_poison[] = {{"cuda-cc120", "poison", "256", "--x"}};
   st = kiln_runtime_open(&(kiln_runtime_options){.config_path = NULL, .use_environment = true, .overrides = bad_poison, .n_overrides = 1}, &rt);

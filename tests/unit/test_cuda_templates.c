@@ -5,7 +5,10 @@
  * 128, NEOX, θ = 1e6, biases) and every weight type; each with the launch
  * shapes of all three CUDA flavors. Each kernel's PTX must name its entry
  * and target the descriptor's exact arch. The describe step refuses what
- * the kernels cannot run, naming the node. */
+ * the kernels cannot run, naming the node. The split decode attention's
+ * descriptors that differ only in n_split, or in the GQA ratio, give
+ * different keys and different PTX; its automatic split count follows its
+ * rule. */
 #include "config.h"
 
 #include <setjmp.h>
@@ -246,6 +249,19 @@ static void compile_all(kiln_kcompiler *c, const char *arch) {
           KT_ASSERT_OK(kiln_cuda_attention_describe(h, c, &g->attn, warps[f], &d));
           check_kernel(d, &g->attn, arch);
         }
+        /* the split decode attention in the flavors' warps (8: cuda-serial
+         * and cuda-batched, 4: cuda-cc120), no split, a 7B's on an H200,
+         * the most */
+        static const uint32_t split_warps[] = {8, 4}, splits[] = {1, 66, 256};
+        for (int f = 0; f < 2; f++)
+          for (int sp = 0; sp < 3; sp++) {
+            KT_ASSERT_OK(kiln_cuda_attention_split_describe(h, c, &g->attn, split_warps[f],
+                                                            splits[sp], &d));
+            check_kernel(d, &g->attn, arch);
+            KT_ASSERT_OK(kiln_cuda_attention_merge_describe(h, c, &g->attn, split_warps[f],
+                                                            splits[sp], &d));
+            check_kernel(d, &g->attn, arch);
+          }
         KT_ASSERT_OK(kiln_cuda_eltwise_describe(h, c, &g->swiglu, 256, &d));
         check_kernel(d, &g->swiglu, arch);
         KT_ASSERT_OK(kiln_cuda_eltwise_describe(h, c, &g->add, 256, &d));
@@ -292,8 +308,8 @@ static void test_describe_refuses(void **state) {
   s.n_ff = 2176;
   build(g, &s, KILN_TYPE_Q4_K);
   g->ff_w.nbytes = 1u << 30;
-  const kiln_cuda_matvec_shape shape = {4, 1, 2, 1};
-  KT_ASSERT_ERR(kiln_cuda_matvec_describe(h, c, &g->mm_ff, &shape, &d),
+  const kiln_cuda_matvec_shape mv_shape = {4, 1, 2, 1};
+  KT_ASSERT_ERR(kiln_cuda_matvec_describe(h, c, &g->mm_ff, &mv_shape, &d),
                 KILN_STATUS_INVALID_ARGUMENT,
                 "mul_mat node 'blk.0.ffn_down': weight src0 'blk.0.ffn_down.weight': row length "
                 "2176 is not a whole number of Q4_K blocks");
@@ -340,6 +356,126 @@ static void test_describe_refuses(void **state) {
   free(canon);
   h->kdesc_free(d);
   free(g);
+  kiln_kcache_close(kc);
+}
+
+/* One kernel's key and a copy of its PTX. */
+typedef struct compiled {
+  kiln_kkey key;
+  char *ptx;
+  size_t size;
+} compiled;
+
+static compiled compile_desc(kiln_kdesc *d, const kiln_node *nd) {
+  kiln_kernel *k = NULL;
+  KT_ASSERT_OK(kiln_cuda_kernel_get(kt_kcache_host(), d, nd, &k));
+  compiled r = {.key = k->key, .size = k->image_size};
+  r.ptx = malloc(k->image_size);
+  memcpy(r.ptx, k->image, k->image_size);
+  return r;
+}
+
+/* Different keys and different PTX, or fails naming `what`. */
+static void assert_differ(const compiled *a, const compiled *b, const char *what) {
+  if (kiln_kkey_equal(&a->key, &b->key)) fail_msg("%s: the same key", what);
+  if (a->size == b->size && memcmp(a->ptx, b->ptx, a->size) == 0)
+    fail_msg("%s: the same PTX", what);
+  printf("%s: different keys, PTX %zu / %zu bytes\n", what, a->size, b->size);
+}
+
+/* The split decode attention: descriptors differing only in n_split (both
+ * halves) or in the GQA ratio (n_head_kv 4 and 2 under 28 query heads)
+ * differ in key and PTX; the canonical form carries n_split, the head
+ * counts and the scale's bits; describe refuses warps, n_split and groups
+ * out of range, naming the node; the automatic split count and the
+ * partials' size follow their rules. */
+static void test_attention_split(void **state) {
+  const kiln_host_api *h = kt_kcache_host();
+  kiln_kcache *kc = kt_kcache_open(NULL, NULL);
+  kiln_nvrtc nv;
+  kiln_kcompiler *c = NULL;
+  KT_ASSERT_OK(kiln_cuda_templates_register(h, kc));
+  KT_ASSERT_OK(kiln_nvrtc_register(&nv, h, kc, "sm_90", &c));
+  nodes *g = malloc(sizeof *g), *g2 = malloc(sizeof *g2);
+  build(g, &shapes[1], KILN_TYPE_Q8_0);
+  shape gqa = shapes[1];
+  gqa.n_head_kv = 2;
+  build(g2, &gqa, KILN_TYPE_Q8_0);
+  assert_true(kiln_cuda_attention_split_fits(&g->attn));
+  kiln_kdesc *d = NULL;
+  KT_ASSERT_OK(kiln_cuda_attention_split_describe(h, c, &g->attn, 8, 66, &d));
+  char *canon = NULL;
+  KT_ASSERT_OK(kiln_kdesc_canonical(d, &canon));
+  assert_non_null(strstr(canon, "param n_split i64 66\n"));
+  assert_non_null(strstr(canon, "param n_head i64 28\n"));
+  assert_non_null(strstr(canon, "param n_head_kv i64 4\n"));
+  assert_non_null(strstr(canon, "param scale f32 0x3db504f3\n")); /* 1/sqrt(128) */
+  free(canon);
+  compiled base = compile_desc(d, &g->attn);
+  KT_ASSERT_OK(kiln_cuda_attention_split_describe(h, c, &g->attn, 8, 65, &d));
+  compiled other = compile_desc(d, &g->attn);
+  assert_differ(&base, &other, "attention_split n_split 66 / 65");
+  free(other.ptx);
+  KT_ASSERT_OK(kiln_cuda_attention_split_describe(h, c, &g2->attn, 8, 66, &d));
+  other = compile_desc(d, &g2->attn);
+  assert_differ(&base, &other, "attention_split GQA 28/4 / 28/2");
+  free(other.ptx);
+  free(base.ptx);
+  KT_ASSERT_OK(kiln_cuda_attention_merge_describe(h, c, &g->attn, 8, 66, &d));
+  KT_ASSERT_OK(kiln_kdesc_canonical(d, &canon));
+  assert_non_null(strstr(canon, "param n_split i64 66\n"));
+  free(canon);
+  base = compile_desc(d, &g->attn);
+  KT_ASSERT_OK(kiln_cuda_attention_merge_describe(h, c, &g->attn, 8, 65, &d));
+  other = compile_desc(d, &g->attn);
+  assert_differ(&base, &other, "attention_merge n_split 66 / 65");
+  free(other.ptx);
+  free(base.ptx);
+
+  /* refusals, naming the node */
+  KT_ASSERT_ERR(kiln_cuda_attention_split_describe(h, c, &g->attn, 33, 66, &d),
+                KILN_STATUS_INVALID_ARGUMENT, "attention node 'blk.0.attn': warps 33 is outside 1..32");
+  KT_ASSERT_ERR(kiln_cuda_attention_merge_describe(h, c, &g->attn, 0, 66, &d),
+                KILN_STATUS_INVALID_ARGUMENT, "warps 0 is outside 1..32");
+  KT_ASSERT_ERR(kiln_cuda_attention_split_describe(h, c, &g->attn, 8, 0, &d),
+                KILN_STATUS_INVALID_ARGUMENT, "n_split 0 is outside 1..256");
+  KT_ASSERT_ERR(kiln_cuda_attention_merge_describe(h, c, &g->attn, 8, 257, &d),
+                KILN_STATUS_INVALID_ARGUMENT, "n_split 257 is outside 1..256");
+  shape mqa = shapes[1]; /* 32 query heads on one KV head */
+  mqa.n_head = 32;
+  mqa.n_head_kv = 1;
+  build(g2, &mqa, KILN_TYPE_Q8_0);
+  assert_false(kiln_cuda_attention_split_fits(&g2->attn));
+  KT_ASSERT_ERR(kiln_cuda_attention_split_describe(h, c, &g2->attn, 8, 66, &d),
+                KILN_STATUS_UNSUPPORTED,
+                "attention node 'blk.0.attn': split decode attention holds at most 16 query "
+                "heads per KV head and 64 of their values per lane; n_head 32 / n_head_kv 1 "
+                "with head_dim 128 needs 32 heads and 128 values");
+  shape wide = shapes[1]; /* 16 heads a group at head_dim 256: 128 values a lane */
+  wide.head_dim = 256;
+  wide.n_rot = 256;
+  wide.n_head = 32;
+  wide.n_head_kv = 2;
+  build(g2, &wide, KILN_TYPE_Q8_0);
+  assert_false(kiln_cuda_attention_split_fits(&g2->attn));
+  KT_ASSERT_ERR(kiln_cuda_attention_merge_describe(h, c, &g2->attn, 8, 66, &d),
+                KILN_STATUS_UNSUPPORTED, "needs 16 heads and 128 values");
+  wide.n_head_kv = 4; /* 8 heads a group at 256: 64 values, the most */
+  build(g2, &wide, KILN_TYPE_Q8_0);
+  assert_true(kiln_cuda_attention_split_fits(&g2->attn));
+
+  /* the automatic split count: ~2 blocks per SM, at most one split per
+   * warp's key of the cache, 1..256 */
+  assert_int_equal(kiln_cuda_attention_splits_auto(132, 32768, 4, 8), 66);
+  assert_int_equal(kiln_cuda_attention_splits_auto(132, 4096, 28, 8), 10);
+  assert_int_equal(kiln_cuda_attention_splits_auto(132, 64, 4, 8), 8);
+  assert_int_equal(kiln_cuda_attention_splits_auto(132, 1, 4, 8), 1);
+  assert_int_equal(kiln_cuda_attention_splits_auto(132, 100000, 1, 8), 256);
+  assert_int_equal(kiln_cuda_attention_splits_auto(48, 4096, 8, 4), 12);
+  assert_int_equal(kiln_cuda_attention_splits_auto(0, 4096, 4, 8), 1);
+  assert_int_equal(kiln_cuda_attention_part_bytes(&g->attn, 66), 28u * 66u * 130u * 4u);
+  free(g);
+  free(g2);
   kiln_kcache_close(kc);
 }
 
@@ -426,6 +562,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_every_template_every_arch),
       cmocka_unit_test(test_describe_refuses),
+      cmocka_unit_test(test_attention_split),
       cmocka_unit_test(test_step_block_layout),
       cmocka_unit_test(test_xq_scratch_layout),
   };
