@@ -1,0 +1,259 @@
+/* Decode attention (a step of one token: the split-KV pair attention_split
+ * + attention_merge) on every CUDA backend through the plugin's ops table,
+ * against the cpu backend at precision = f64:
+ *   - head_dim 128 with 28/4 heads (Qwen2.5-7B) at n_kv = 1, 2, 4095,
+ *     4096, 4097 and 32000 with the automatic split count, and head_dim 80
+ *     with 6/3 heads (not a multiple of 32) up to 4097;
+ *   - attention_splits = 16 at n_kv = 63, 64, 65, 127, 128, 129: one key
+ *     either side of the lengths where every split is full (chunk 4 and 8
+ *     for cuda-cc120's 4 warps, 8 for the others' 8) and the next chunk
+ *     begins, so the last splits go empty; attention_splits = 1 (no split)
+ *     and 256 (most of them empty);
+ *   - raw q.k of 115200 (scaled 14400, exact in f32) over 6 and 300 keys;
+ *   - a query column of capacity 4, so cuda-batched and cuda-cc120 also
+ *     prepare their prefill kernel and must still take the split pair for
+ *     one token.
+ * Each must be finite with relative L2 and |norm ratio - 1| <= 1e-6; the
+ * largest error relative to the largest reference value is printed too.
+ * Cache positions past n_kv hold NaN (a read of one shows). And the split
+ * count must matter: n_kv = 4097 with 1 and 16 splits must differ in some
+ * bit (else decode is not running the split kernel). Every case is
+ * printed; each test asserts at its end, so one device run reports all. */
+#include "config.h"
+
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "gpu_common.h"
+#include "testutil.h"
+
+#define TOL 1e-6
+
+/* One decode attention node: q [hd * nh, cap], caches [hd * nkv, n_kv + 3]
+ * (the last 3 positions NaN), the pass's token at position n_kv - 1. */
+typedef struct att_case {
+  kg_op op;
+  float *q, *k, *v;
+  int n_kv;
+} att_case;
+
+static void case_make(att_case *c, int hd, int nh, int nkv, int n_kv, int cap, bool huge) {
+  memset(c, 0, sizeof *c);
+  const int n_ctx = n_kv + 3;
+  kg_op *op = &c->op;
+  op->n_tensors = 4;
+  op->t[0] = kg_tensor(0, KILN_TYPE_F32, KILN_ROLE_ACTIVATION, hd * nh, cap, 0, "q");
+  op->t[1] = kg_tensor(1, KILN_TYPE_F32, KILN_ROLE_STATE, hd * nkv, n_ctx, 0, "cache_k");
+  op->t[2] = kg_tensor(2, KILN_TYPE_F32, KILN_ROLE_STATE, hd * nkv, n_ctx, 0, "cache_v");
+  op->t[3] = kg_tensor(3, KILN_TYPE_F32, KILN_ROLE_ACTIVATION, hd * nh, cap, 0, "attn_out");
+  c->q = kg_alloc(op->t[0].nbytes);
+  c->k = kg_alloc(op->t[1].nbytes);
+  c->v = kg_alloc(op->t[2].nbytes);
+  kg_rng r = kg_rng_new((uint64_t)n_kv * 1000 + (uint64_t)hd + (huge ? 7 : 0));
+  const int64_t w = (int64_t)hd * nkv;
+  if (huge) { /* test_gpu_ops's attention_huge: raw q.k 115200 - 2.5 j */
+    for (int t = 0; t < cap; t++)
+      for (int h = 0; h < nh; h++)
+        for (int d = 0; d < hd; d++) c->q[(t * nh + h) * hd + d] = (h + t) % 2 ? -40.0f : 40.0f;
+    for (int j = 0; j < n_ctx; j++)
+      for (int g = 0; g < nkv; g++)
+        for (int d = 0; d < hd; d++) {
+          const int jj = g ? n_ctx - 1 - j : j; /* KV head 1 reverses the scores' order */
+          c->k[j * w + g * hd + d] = 45.0f - (d < 32 ? (float)jj / 512.0f : 0.0f);
+        }
+  } else {
+    kg_fill(&r, c->q, (int64_t)hd * nh * cap, -2, 2);
+    kg_fill(&r, c->k, w * n_ctx, -2, 2);
+  }
+  kg_fill(&r, c->v, w * n_ctx, -1, 1);
+  for (int64_t i = w * n_kv; i < w * n_ctx; i++) c->k[i] = c->v[i] = NAN;
+  op->data[0] = c->q;
+  op->data[1] = c->k;
+  op->data[2] = c->v;
+  op->node.op = KILN_OP_ATTENTION;
+  op->node.src[0] = &op->t[0];
+  op->node.src[1] = &op->t[1];
+  op->node.src[2] = &op->t[2];
+  op->node.dst = &op->t[3];
+  op->node.p.attention = (kiln_attention_params){nh, nkv, hd,
+                                                 huge ? 0.125f : (float)(1.0 / sqrt((double)hd))};
+  snprintf(op->node.name, sizeof op->node.name, "blk.0.attn");
+  c->n_kv = n_kv;
+}
+
+static void case_free(att_case *c) {
+  free(c->q);
+  free(c->k);
+  free(c->v);
+}
+
+/* The largest |test - ref| over the largest |ref|. */
+static double max_rel(const float *test, const float *ref, int64_t n) {
+  double mx = 0, mr = 0;
+  for (int64_t i = 0; i < n; i++) {
+    const double d = fabs((double)test[i] - ref[i]);
+    if (d > mx || d != d) mx = d;
+    if (fabs(ref[i]) > mr) mr = fabs(ref[i]);
+  }
+  return mr > 0 ? mx / mr : mx;
+}
+
+/* Runs c on cpu (f64) and on every CUDA backend; out[b] (when not NULL)
+ * receives backend b's column. Returns the failures. */
+static int run_case(kiln_runtime *rt, att_case *c, const char *mode, float *const *out) {
+  kg_op *op = &c->op;
+  const int64_t w = op->node.dst->ne[0];
+  float *ref = kg_alloc(op->node.dst->nbytes), *got = kg_alloc(op->node.dst->nbytes);
+  kiln_backend *cpu = kg_backend_open(rt, "cpu");
+  KT_ASSERT_OK(kg_run_op(cpu, op, 1, c->n_kv - 1, ref));
+  kiln_backend_close(cpu);
+  const kiln_attention_params *p = &op->node.p.attention;
+  int bad = 0;
+  for (int b = 0; b < KG_N_BACKENDS; b++) {
+    kiln_backend *be = kg_backend_open(rt, kg_backends[b]);
+    kiln_status st = kg_run_op(be, op, 1, c->n_kv - 1, got);
+    kiln_backend_close(be);
+    if (st) {
+      printf("  FAIL %-12s hd %d %d/%d n_kv %d (%s): %s\n", kg_backends[b], (int)p->head_dim,
+             (int)p->n_head, (int)p->n_head_kv, c->n_kv, mode, kiln_status_message(st));
+      kiln_status_free(st);
+      bad++;
+      continue;
+    }
+    const kg_metrics m = kg_compare(got, ref, w);
+    const bool ok = kg_close(&m, TOL);
+    printf("  %-12s hd %-3d %2d/%-2d n_kv %-5d %-10s rel L2 %.3e, |ratio-1| %.3e, max rel %.3e%s%s\n",
+           kg_backends[b], (int)p->head_dim, (int)p->n_head, (int)p->n_head_kv, c->n_kv, mode,
+           m.rel_l2, fabs(m.norm_ratio - 1.0), max_rel(got, ref, w), m.finite ? "" : ", NOT FINITE",
+           ok ? "" : "  FAIL");
+    if (!ok) bad++;
+    if (out && out[b]) memcpy(out[b], got, (size_t)w * sizeof(float));
+  }
+  free(ref);
+  free(got);
+  return bad;
+}
+
+/* A runtime whose CUDA backends use `splits` (NULL: auto). */
+static kiln_runtime *runtime_splits(const char *splits) {
+  kiln_config_override ov[KG_N_BACKENDS];
+  for (int b = 0; b < KG_N_BACKENDS; b++)
+    ov[b] = (kiln_config_override){kg_backends[b], "attention_splits", splits ? splits : "0", "test"};
+  return kg_runtime_mode("f32", true, ov, KG_N_BACKENDS);
+}
+
+static int shape_cases(kiln_runtime *rt, int hd, int nh, int nkv, const int *ns, size_t n_ns,
+                       const char *mode) {
+  int bad = 0;
+  for (size_t i = 0; i < n_ns; i++) {
+    att_case c;
+    case_make(&c, hd, nh, nkv, ns[i], 1, false);
+    bad += run_case(rt, &c, mode, NULL);
+    case_free(&c);
+  }
+  return bad;
+}
+
+/* The automatic split count, Qwen2.5-7B's heads and an odd shape. */
+static void test_decode_attention_auto(void **state) {
+  kiln_runtime *rt = runtime_splits(NULL);
+  static const int big[] = {1, 2, 4095, 4096, 4097, 32000};
+  static const int odd[] = {1, 2, 4095, 4096, 4097};
+  int bad = shape_cases(rt, 128, 28, 4, big, sizeof big / sizeof big[0], "auto");
+  bad += shape_cases(rt, 80, 6, 3, odd, sizeof odd / sizeof odd[0], "auto");
+  /* capacity 4: the batched backends prepare their prefill kernel too */
+  att_case c;
+  case_make(&c, 128, 28, 4, 777, 4, false);
+  bad += run_case(rt, &c, "auto cap 4", NULL);
+  case_free(&c);
+  kiln_runtime_free(rt);
+  assert_int_equal(bad, 0);
+}
+
+/* Forced split counts: the boundaries of a chunk, no split, the most. */
+static void test_decode_attention_splits(void **state) {
+  static const int edges[] = {63, 64, 65, 127, 128, 129};
+  static const int few[] = {1, 129, 4097};
+  int bad = 0;
+  kiln_runtime *rt = runtime_splits("16");
+  bad += shape_cases(rt, 128, 28, 4, edges, sizeof edges / sizeof edges[0], "splits 16");
+  bad += shape_cases(rt, 80, 6, 3, edges, sizeof edges / sizeof edges[0], "splits 16");
+  kiln_runtime_free(rt);
+  rt = runtime_splits("1");
+  bad += shape_cases(rt, 128, 28, 4, few, sizeof few / sizeof few[0], "splits 1");
+  kiln_runtime_free(rt);
+  rt = runtime_splits("256");
+  bad += shape_cases(rt, 128, 28, 4, few, sizeof few / sizeof few[0], "splits 256");
+  bad += shape_cases(rt, 80, 6, 3, few, sizeof few / sizeof few[0], "splits 256");
+  kiln_runtime_free(rt);
+  assert_int_equal(bad, 0);
+}
+
+/* Raw q.k of 115200: finite, equal to cpu's. */
+static void test_decode_attention_huge(void **state) {
+  static const char *const modes[] = {NULL, "16"};
+  static const int ns[] = {6, 300};
+  int bad = 0;
+  for (int mi = 0; mi < 2; mi++) {
+    kiln_runtime *rt = runtime_splits(modes[mi]);
+    for (int i = 0; i < 2; i++) {
+      att_case c;
+      case_make(&c, 64, 4, 2, ns[i], 1, true);
+      bad += run_case(rt, &c, mi ? "huge, 16" : "huge, auto", NULL);
+      case_free(&c);
+    }
+    kiln_runtime_free(rt);
+  }
+  assert_int_equal(bad, 0);
+}
+
+/* The split count changes the order of the sums, so a result bit for bit
+ * the same under 1 and 16 splits means decode did not run the split
+ * kernel. */
+static void test_split_count_matters(void **state) {
+  float *one[KG_N_BACKENDS], *sixteen[KG_N_BACKENDS];
+  const int64_t w = 128 * 28;
+  for (int b = 0; b < KG_N_BACKENDS; b++) {
+    one[b] = kg_alloc((size_t)w * sizeof(float));
+    sixteen[b] = kg_alloc((size_t)w * sizeof(float));
+  }
+  int bad = 0;
+  att_case c;
+  case_make(&c, 128, 28, 4, 4097, 1, false);
+  kiln_runtime *rt = runtime_splits("1");
+  bad += run_case(rt, &c, "splits 1", one);
+  kiln_runtime_free(rt);
+  rt = runtime_splits("16");
+  bad += run_case(rt, &c, "splits 16", sixteen);
+  kiln_runtime_free(rt);
+  case_free(&c);
+  for (int b = 0; b < KG_N_BACKENDS; b++) {
+    const bool same = memcmp(one[b], sixteen[b], (size_t)w * sizeof(float)) == 0;
+    printf("  %-12s n_kv 4097, 1 and 16 splits: %s\n", kg_backends[b],
+           same ? "bit for bit the same: NOT THE SPLIT KERNEL  FAIL" : "different roundings, as expected");
+    bad += same;
+    free(one[b]);
+    free(sixteen[b]);
+  }
+  assert_int_equal(bad, 0);
+}
+
+int main(void) {
+  int gate = kg_gate("test_gpu_attention");
+  if (gate) return gate;
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_decode_attention_auto),
+      cmocka_unit_test(test_decode_attention_splits),
+      cmocka_unit_test(test_decode_attention_huge),
+      cmocka_unit_test(test_split_count_matters),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
