@@ -13,9 +13,11 @@
  * __shared__ as function statics (blocks run one after another, so a
  * static is the running block's shared memory); the qualifiers as
  * nothing. Scheduling is cooperative and deterministic: a thread runs
- * until it waits at a barrier or returns. Not emulated: atomics, fences,
- * warp-divergent shuffles (a partial mask fails the launch). Include
- * once, before the kernels, in a C++ file. */
+ * until it waits at a barrier or returns, so it is no race detector (a
+ * missing barrier may go unseen here; compute-sanitizer's racecheck sees
+ * it on a device). Not emulated: atomics, fences, warp-divergent shuffles
+ * (a partial mask fails the launch). Include once, before the kernels, in
+ * a C++ file. */
 #ifndef KILN_CUDA_BLOCK_EMU_H
 #define KILN_CUDA_BLOCK_EMU_H
 
