@@ -15,7 +15,8 @@
 #            with KILN_REQUIRE_GPU=1 (.device/on-device-gpu.sh, at most
 #            SUITES_TIMEOUT s), then every GPU suite under compute-sanitizer's
 #            four tools (tools/device/sanitize.sh; SANITIZE=0 leaves it out,
-#            and it stops AFTER_SANITIZE s before the deadline), then
+#            and it stops AFTER_SANITIZE s before the deadline, after
+#            at most SAN_MAX s, default 300), then
 #            perplexity on cpu and every CUDA backend (PERPLEXITY=0: not);
 #   then     kiln parity --per-op of the 7B file against cpu:f64 on every
 #            CUDA backend (PARITY_BACKENDS; PARITY_7B=0: not), with the
@@ -74,7 +75,7 @@ save_logs
 B=/tmp/kiln-build
 export LD_LIBRARY_PATH=/usr/local/cuda/lib64:/tmp/sysroot/usr/lib/x86_64-linux-gnu:${LD_LIBRARY_PATH:-}
 if [ "${SANITIZE:-1}" = 1 ] && [ -x $B/cli/kiln ]; then
-  t=$(( $(left) - ${AFTER_SANITIZE:-200} )); [ $t -gt 300 ] && t=300
+  t=$(( $(left) - ${AFTER_SANITIZE:-200} )); [ $t -gt "${SAN_MAX:-300}" ] && t=${SAN_MAX:-300}
   if [ $t -lt 60 ]; then say "$(left) s left: compute-sanitizer skipped"; else
     say "compute-sanitizer, every GPU suite and tool, at most $t s"
     (cd $B && OUT=$work SAN_JOBS=${SAN_JOBS:-8} SAN_TIMEOUT=${SAN_TIMEOUT:-150} \
