@@ -69,17 +69,35 @@ typedef struct bench_test {
   double *seconds;   /* [reps] */
 } bench_test;
 
+/* Puts the untimed depth in the KV cache: the first time by prefilling it,
+ * then by rewinding to it, since every run's first `depth` ids are the same
+ * (llama-bench, too, prefills a depth once and restores it for each run).
+ * A model with recurrent state cannot rewind: it prefills every time.
+ * *have_depth says whether the cache already holds it. */
+static kiln_status put_depth(kiln_session *s, int32_t depth, const int32_t *ids, bool *have_depth) {
+  if (*have_depth) {
+    kiln_status st = kiln_session_rewind(s, depth);
+    if (!st) return NULL;
+    if (kiln_status_code_of(st) != KILN_STATUS_UNSUPPORTED) return st;
+    kiln_status_free(st);
+  }
+  kiln_session_reset(s);
+  if (!depth) return NULL;
+  KILN_RETURN_IF_ERROR(kiln_session_eval(s, ids, depth, NULL, NULL));
+  *have_depth = true;
+  return NULL;
+}
+
 /* One run of a test: the untimed depth, then the timed tokens. Each timed
  * eval computes the logits of its last token into `logits` ([n_vocab]), as
  * every llama_decode of llama-bench does (a batch without a logits array
  * outputs its last token's); kiln computes the output head only for the
  * logits asked for. */
 static kiln_status run_test(kiln_session *s, const bench_test *t, int32_t depth, int32_t n_vocab, int32_t *ids,
-                            float *logits, double *out_seconds) {
-  kiln_session_reset(s);
+                            float *logits, bool *have_depth, double *out_seconds) {
   int32_t n = t->n_prompt ? t->n_prompt : t->n_gen;
   for (int32_t i = 0; i < depth + n; i++) ids[i] = bench_id(i, n_vocab);
-  if (depth) KILN_RETURN_IF_ERROR(kiln_session_eval(s, ids, depth, NULL, NULL));
+  KILN_RETURN_IF_ERROR(put_depth(s, depth, ids, have_depth));
   double t0 = now();
   if (t->n_prompt) {
     KILN_RETURN_IF_ERROR(kiln_session_eval(s, ids + depth, t->n_prompt, logits, NULL));
@@ -273,13 +291,14 @@ int cmd_bench(int argc, char **argv) {
   for (int i = 0; !st && i < n_tests; i++)
     if (!(tests[i].seconds = calloc((size_t)reps, sizeof(double))))
       st = kiln_status_new(KILN_STATUS_NO_MEMORY, "bench");
+  bool have_depth = false;
   for (int i = 0; !st && i < n_tests; i++) {
     double warm;
     cli_progress("kiln: bench %s warm-up", tests[i].name);
-    st = run_test(s, &tests[i], depth, n_vocab, ids, logits, &warm);
+    st = run_test(s, &tests[i], depth, n_vocab, ids, logits, &have_depth, &warm);
     for (int32_t r = 0; !st && r < reps; r++) {
       cli_progress("kiln: bench %s %d/%d", tests[i].name, r + 1, reps);
-      st = run_test(s, &tests[i], depth, n_vocab, ids, logits, &tests[i].seconds[r]);
+      st = run_test(s, &tests[i], depth, n_vocab, ids, logits, &have_depth, &tests[i].seconds[r]);
     }
   }
   cli_progress_clear();

@@ -4,13 +4,13 @@ check_PROGRAMS += tests/integration/test_golden_cpu tests/integration/test_eps_f
 	tests/integration/test_cli_tokenize tests/integration/test_cli_run tests/integration/test_perplexity \
 	tests/integration/test_golden_qwen35 tests/integration/test_parity_qwen35 tests/integration/test_model_qwen35 \
 	tests/integration/test_output_head tests/integration/test_parity_cpu_fast \
-	tests/integration/test_tp_emulation
+	tests/integration/test_tp_emulation tests/integration/test_session_rewind
 TESTS += tests/integration/test_golden_cpu tests/integration/test_eps_from_gguf \
 	tests/integration/test_fallback tests/integration/test_conf_files tests/integration/test_parity_qwen \
 	tests/integration/test_cli_tokenize tests/integration/test_cli_run tests/integration/test_perplexity \
 	tests/integration/test_golden_qwen35 tests/integration/test_parity_qwen35 tests/integration/test_model_qwen35 \
 	tests/integration/test_output_head tests/integration/test_parity_cpu_fast \
-	tests/integration/test_tp_emulation tests/integration/test_cli.sh tests/integration/test_cli_hardening.sh tests/integration/test_n_ctx.sh \
+	tests/integration/test_tp_emulation tests/integration/test_session_rewind tests/integration/test_cli.sh tests/integration/test_cli_hardening.sh tests/integration/test_n_ctx.sh \
 	tests/embed/test_embed.sh
 EXTRA_DIST += tests/integration/test_cli.sh tests/integration/test_cli_hardening.sh tests/integration/test_n_ctx.sh \
 	tests/integration/cli_test_lib.sh \
@@ -18,6 +18,9 @@ EXTRA_DIST += tests/integration/test_cli.sh tests/integration/test_cli_hardening
 	tests/embed/embed_example.c \
 	tests/golden/stories260K.golden tests/golden/make_golden.py \
 	tests/golden/qwen35-tiny.golden tests/golden/qwen35-tiny.synth tests/golden/make_golden_qwen35.py
+tests_integration_test_session_rewind_SOURCES = tests/integration/test_session_rewind.c
+tests_integration_test_session_rewind_CFLAGS = $(TEST_CFLAGS)
+tests_integration_test_session_rewind_LDADD = $(TEST_LIBS)
 tests_integration_test_golden_cpu_SOURCES = tests/integration/test_golden_cpu.c
 tests_integration_test_golden_cpu_CFLAGS = $(TEST_CFLAGS)
 tests_integration_test_golden_cpu_LDADD = $(TEST_LIBS)

@@ -112,6 +112,14 @@ uint64_t kiln_session_state_bytes(const kiln_session *s);
  * caches are overwritten and every recurrent layer's state (conv and
  * delta-rule, kiln/graph.h's RECURRENT tensors) starts again from zeros. */
 void kiln_session_reset(kiln_session *s);
+/* Forgets the tokens at positions >= pos: the next eval starts at pos and
+ * overwrites their KV cache rows, which no step reads before it writes
+ * them (llama.cpp's llama_memory_seq_rm from pos to the end). pos 0 is
+ * kiln_session_reset. KILN_STATUS_OUT_OF_RANGE when pos is negative or past
+ * kiln_session_pos; KILN_STATUS_UNSUPPORTED, naming the tensor, when
+ * pos > 0 and the graph holds recurrent state (Qwen3.5's conv and
+ * delta-rule state folds every position in). */
+kiln_status kiln_session_rewind(kiln_session *s, int32_t pos);
 
 /* Feeds ids[0..n) at the current position, in micro-batches of the
  * session's batch, and advances it. out_logits, if not NULL, receives

@@ -143,6 +143,29 @@ void kiln_session_reset(kiln_session *s) {
   s->steps = 0;
 }
 
+kiln_status kiln_session_rewind(kiln_session *s, int32_t pos) {
+  if (pos < 0 || pos > s->pos)
+    return kiln_status_new(KILN_STATUS_OUT_OF_RANGE, "rewind to position %d: the sequence holds positions 0..%d",
+                           (int)pos, (int)s->pos - 1);
+  if (pos == 0) {
+    kiln_session_reset(s);
+    return NULL;
+  }
+  /* A KV cache row belongs to one position: the rows past pos are written
+   * again before any step reads them. A recurrent state has folded every
+   * position in: it cannot go back. */
+  for (uint32_t i = 0; i < kiln_graph_n_tensors(s->graph); i++) {
+    const kiln_tensor *t = kiln_graph_tensor(s->graph, i);
+    if (t && t->role == KILN_ROLE_RECURRENT)
+      return kiln_status_new(KILN_STATUS_UNSUPPORTED,
+                             "rewind to position %d: '%.*s' is recurrent state (%s), which holds every "
+                             "position at once; only a reset (position 0) forgets it",
+                             (int)pos, KILN_NAME_MAX, t->name, kiln_gguf_path(kiln_model_gguf(s->model)));
+  }
+  s->pos = pos;
+  return NULL;
+}
+
 /* Logits that are NaN or infinite are an error naming the step and the
  * first node whose output was not (nonfinite.c): never a sampled token. */
 static kiln_status check_logits(kiln_session *s, const int32_t *ids, int32_t m, int32_t pos0,
