@@ -19,10 +19,52 @@
 
 const char *const kg_backends[KG_N_BACKENDS] = {"cuda-serial", "cuda-batched", "cuda-cc120"};
 
+/* Whether `name` is one of the comma-separated names in list. */
+static bool listed(const char *list, const char *name) {
+  const size_t n = strlen(name);
+  for (const char *p = list; *p;) {
+    const char *e = strchr(p, ',');
+    const size_t len = e ? (size_t)(e - p) : strlen(p);
+    if (len == n && strncmp(p, name, n) == 0) return true;
+    if (!e) break;
+    p = e + 1;
+  }
+  return false;
+}
+
+bool kg_backend_on(int b) {
+  const char *only = getenv("KILN_TEST_BACKENDS");
+  return !only || !*only || listed(only, kg_backends[b]);
+}
+
+/* Every name in KILN_TEST_BACKENDS is a CUDA backend: a misspelt one
+ * would silently test nothing. */
+static bool test_backends_valid(const char *test) {
+  const char *only = getenv("KILN_TEST_BACKENDS");
+  if (!only || !*only) return true;
+  for (const char *p = only; *p;) {
+    const char *e = strchr(p, ',');
+    const size_t len = e ? (size_t)(e - p) : strlen(p);
+    bool known = false;
+    for (int i = 0; i < KG_N_BACKENDS; i++)
+      known |= strlen(kg_backends[i]) == len && strncmp(p, kg_backends[i], len) == 0;
+    if (!known) {
+      fprintf(stderr, "%s: KILN_TEST_BACKENDS=\"%s\": \"%.*s\" is not one of cuda-serial, cuda-batched, "
+                      "cuda-cc120\n", test, only, (int)len, p);
+      return false;
+    }
+    if (!e) break;
+    p = e + 1;
+  }
+  printf("%s: only %s (KILN_TEST_BACKENDS)\n", test, only);
+  return true;
+}
+
 int kg_gate(const char *test) {
   /* Line-buffered, so the report interleaves sensibly with the plugins'
    * log lines on stderr in the test's .log file. */
   setvbuf(stdout, NULL, _IOLBF, 0);
+  if (!test_backends_valid(test)) return 1;
   const char *path = getenv("KILN_PLUGIN_PATH");
   kiln_plugin_registry *r = NULL;
   kiln_status st = kiln_plugin_registry_new(path, &r);

@@ -24,6 +24,14 @@ extern const char *const kg_backends[KG_N_BACKENDS];
  * and returns 77, or 1 when KILN_REQUIRE_GPU=1. For main(). */
 int kg_gate(const char *test);
 
+/* Whether the suite covers kg_backends[b]: all of them, unless
+ * KILN_TEST_BACKENDS names a comma-separated subset (e.g. "cuda-serial"),
+ * so that tools/device/sanitize.sh can run the slow suites (test_gpu_golden,
+ * test_gpu_qwen35: the only ones that read it) once per backend, in
+ * parallel. kg_gate fails a suite whose KILN_TEST_BACKENDS names anything
+ * else. */
+bool kg_backend_on(int b);
+
 /* A runtime with [cpu] precision = f64, [cuda-cc120] allow_lower_cc = true
  * (an H200 runs the 12.x variants for its own sm_90), every CUDA section
  * declared, and `extra` overrides after those. Fails the test on error. */

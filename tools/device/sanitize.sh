@@ -20,6 +20,9 @@
 # and tool, and the exit status is the number of failed runs.
 #   SAN_TOOLS="memcheck initcheck"   a subset of the tools
 #   SAN_SUITES="tests/gpu/test_gpu_ops"   a subset of the suites
+#   SAN_SPLIT="test_gpu_golden test_gpu_qwen35"   (the default) suites run once
+#   per CUDA backend (KILN_TEST_BACKENDS), as suite@backend: under the tools
+#   each takes minutes for the three backends, and the runs share the GPU
 set -uo pipefail
 out=${OUT:-/tmp}
 jobs=${SAN_JOBS:-4}
@@ -42,32 +45,46 @@ export KILN_PLUGIN_PATH=$PWD/.libs KILN_SRCDIR=$PWD KILN_BUILDDIR=$PWD
 export XDG_CACHE_HOME=$PWD/tests/cache-home KILN_REQUIRE_GPU=1
 dir=$(mktemp -d /tmp/sanitize.XXXXXX)
 
-one() { # SUITE TOOL: runs it, writes $dir/NAME.log and $dir/NAME.rc, and
-  # prints its summary line at once (a sweep cut short still reports the
-  # runs that finished, also in $out/sanitize-lines.txt)
-  local suite=$1 tool=$2 name rc line
-  name=$(basename "$suite")-$tool
-  timeout "$limit" ./libtool --mode=execute compute-sanitizer --tool "$tool" \
+split=${SAN_SPLIT-test_gpu_golden test_gpu_qwen35}
+runs() { # SUITE TOOL BACKEND ("-": every backend in one run), one line each
+  local s t b
+  for s in $SAN_SUITES; do
+    for t in $tools; do
+      if [[ " $split " == *" $(basename "$s") "* ]]; then
+        for b in cuda-serial cuda-batched cuda-cc120; do echo "$s $t $b"; done
+      else echo "$s $t -"; fi
+    done
+  done
+}
+label() { # SUITE BACKEND: the suite's name in the report
+  if [ "$2" = - ]; then basename "$1"; else echo "$(basename "$1")@$2"; fi
+}
+one() { # SUITE TOOL BACKEND: runs it, writes $dir/NAME.log and $dir/NAME.rc,
+  # and prints its summary line at once (a sweep cut short still reports
+  # the runs that finished, also in $out/sanitize-lines.txt)
+  local suite=$1 tool=$2 backend=$3 name rc line only=""
+  name=$(label "$suite" "$backend")-$tool
+  [ "$backend" = - ] || only=$backend
+  KILN_TEST_BACKENDS=$only timeout "$limit" ./libtool --mode=execute compute-sanitizer --tool "$tool" \
     --error-exitcode 86 --print-limit 50 "$suite" > "$dir/$name.log" 2>&1
   rc=$?
   echo $rc > "$dir/$name.rc"
   line=$(grep -E '(ERROR|RACECHECK) SUMMARY' "$dir/$name.log" | tail -1 | sed 's/^=* *//')
-  printf 'done: %-28s %-9s exit %-3s %s\n' "$(basename "$suite")" "$tool" "$rc" \
+  printf 'done: %-28s %-9s exit %-3s %s\n' "$(label "$suite" "$backend")" "$tool" "$rc" \
     "${line:-no summary line}" | tee -a "$out/sanitize-lines.txt"
 }
-export -f one
+export -f one label
 export dir limit out
 : > "$out/sanitize-lines.txt"
 t0=$(date +%s)
-for s in $SAN_SUITES; do for t in $tools; do echo "$s $t"; done; done |
-  xargs -P "$jobs" -L 1 bash -c 'one "$0" "$1"'
+runs | xargs -P "$jobs" -L 1 bash -c 'one "$0" "$1" "$2"'
 
 bad=0
 : > "$out/sanitize.log"
 summary=""
-for s in $SAN_SUITES; do
-  for t in $tools; do
-    name=$(basename "$s")-$t
+while read -r s t b; do
+  {
+    name=$(label "$s" "$b")-$t
     rc=$(cat "$dir/$name.rc" 2> /dev/null || echo missing)
     line=$(grep -E '(ERROR|RACECHECK) SUMMARY' "$dir/$name.log" | tail -1 | sed 's/^=* *//')
     verdict=ok
@@ -78,13 +95,13 @@ for s in $SAN_SUITES; do
     [ "$rc" = 0 ] || verdict=FAIL
     [ "$rc" = 124 ] && line="$line (timed out after $limit s)"
     [ $verdict = ok ] || bad=$((bad + 1))
-    summary+=$(printf '%-28s %-9s %-4s exit %-3s %s' "$(basename "$s")" "$t" "$verdict" "$rc" \
+    summary+=$(printf '%-28s %-9s %-4s exit %-3s %s' "$(label "$s" "$b")" "$t" "$verdict" "$rc" \
       "${line:-no summary line}")$'\n'
-    { echo "######## $s under $t: exit $rc"; cat "$dir/$name.log"; } >> "$out/sanitize.log"
-  done
-done
+    { echo "######## $(label "$s" "$b") under $t: exit $rc"; cat "$dir/$name.log"; } >> "$out/sanitize.log"
+  }
+done < <(runs)
 rm -rf "$dir"
-echo "== compute-sanitizer: $(echo $SAN_SUITES | wc -w) suites x $(echo $tools | wc -w) tools in" \
-  "$(($(date +%s) - t0)) s, $bad failed (logs: sanitize.log)"
+echo "== compute-sanitizer: $(echo $SAN_SUITES | wc -w) suites x $(echo $tools | wc -w) tools ($(runs | wc -l)" \
+  "runs) in $(($(date +%s) - t0)) s, $bad failed (logs: sanitize.log)"
 printf '%s' "$summary"
 exit $bad
