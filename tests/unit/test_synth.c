@@ -1,6 +1,8 @@
 /* kiln synth writes only files kiln reads: a one-token vocabulary or a
  * one-wide FFN once came out as 1-D matrices that kiln then refused
- * ("token_embd.weight must be [64 x n_vocab]"). */
+ * ("token_embd.weight must be [64 x n_vocab]"). And its values do not
+ * depend on how many threads drew them: the golden files
+ * (tests/golden/qwen35-tiny.*) name a seed, not the bytes. */
 #include "config.h"
 
 #include <setjmp.h>
@@ -51,9 +53,51 @@ static void test_one_row_matrices_stay_2d(void **state) {
   free(dir);
 }
 
+static const kiln_gguf_tensor *embd_of(const char *dir, const char *name, uint32_t n_vocab, kiln_gguf **out_g) {
+  char path[4200];
+  snprintf(path, sizeof path, "%s/%s.gguf", dir, name);
+  kiln_synth_options o;
+  kiln_synth_defaults(&o, KILN_ARCH_LLAMA);
+  o.n_vocab = n_vocab;
+  o.n_embd = 512;
+  o.n_head = 8;
+  o.n_head_kv = 8;
+  o.n_layer = 1;
+  o.seed = 1234;
+  KT_ASSERT_OK(kiln_synth_write(&o, path));
+  KT_ASSERT_OK(kiln_gguf_open(path, out_g));
+  const kiln_gguf_tensor *t = kiln_gguf_find_tensor(*out_g, "token_embd.weight");
+  assert_non_null(t);
+  return t;
+}
+
+/* The embedding is the first tensor drawn, so its rows are the stream's
+ * first values whatever the vocabulary's size: 2500 rows x 512 (1.28M
+ * values: every online CPU draws a share of the rows) and 2047 rows (just
+ * under the 2^20 values below which one thread draws them all) must agree
+ * on every row they share, including rows past the first thread's share. */
+static void test_threaded_rows_are_the_sequential_stream(void **state) {
+  (void)state;
+  char *dir = kt_mkdtemp("synth-threads");
+  kiln_gguf *big, *small;
+  const kiln_gguf_tensor *a = embd_of(dir, "big", 2500, &big), *b = embd_of(dir, "small", 2047, &small);
+  assert_int_equal(a->type, KILN_TYPE_F32);
+  assert_memory_equal(a->data, b->data, (size_t)b->nbytes);
+  /* and the stream goes on from the same place: the first layer's
+   * tensors follow one embedding of each size, so they differ */
+  const kiln_gguf_tensor *qa = kiln_gguf_find_tensor(big, "blk.0.attn_q.weight"),
+                         *qb = kiln_gguf_find_tensor(small, "blk.0.attn_q.weight");
+  assert_true(memcmp(qa->data, qb->data, (size_t)qa->nbytes) != 0);
+  kiln_gguf_close(big);
+  kiln_gguf_close(small);
+  kt_rm_rf(dir);
+  free(dir);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_one_row_matrices_stay_2d),
+      cmocka_unit_test(test_threaded_rows_are_the_sequential_stream),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -10,7 +10,9 @@
  * near-zero-norm ChatML rows that exposed the ε defect (DESIGN.md).
  *
  * Weights are drawn from N(0, σ²) by a SplitMix64 stream seeded with
- * `seed` (Box–Muller in double), so a seed gives the same file everywhere.
+ * `seed` (Box–Muller in double), so a seed gives the same file everywhere;
+ * large tensors are drawn on every online CPU, each row from its place in
+ * the stream, so the bytes do not depend on the thread count.
  * Embeddings have σ = sqrt(embd_ms) (default mean-square 3e-4, as in real
  * Qwen embeddings), matrices σ = 1/sqrt(K) (fan-in), norm weights
  * 1 + N(0, 0.1²), biases N(0, 0.02²). qwen35 adds the linear-attention
