@@ -95,6 +95,17 @@ tests_unit_test_attention_host_CXXFLAGS = $(CMOCKA_CFLAGS) -I$(top_srcdir)/tests
 	-Wall -Wextra -Wno-unknown-pragmas -Wno-unused-parameter
 tests_unit_test_attention_host_LDADD = $(kiln_gpu_test_libs)
 
+# The flash prefill attention kernel runs on the host the same way.
+check_PROGRAMS += tests/unit/test_flash_host
+TESTS += tests/unit/test_flash_host
+tests_unit_test_flash_host_SOURCES = tests/unit/test_flash_host.cc \
+	tests/unit/cuda_block_emu.h tests/unit/flash_host_shape.h
+tests_unit_test_flash_host_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/tests/gpu \
+	-I$(top_srcdir)/backends/cuda-common/kernels -I$(top_srcdir)/backends/cuda-common
+tests_unit_test_flash_host_CXXFLAGS = $(CMOCKA_CFLAGS) -I$(top_srcdir)/tests -std=gnu++17 -O2 \
+	-fno-strict-aliasing -Wall -Wextra -Wno-unknown-pragmas -Wno-unused-parameter
+tests_unit_test_flash_host_LDADD = $(kiln_gpu_test_libs)
+
 # CI-side checks of the CUDA code that need no device: the plugins load
 # and report themselves (libkiln only, through the loader), and every
 # template compiles with NVRTC for sm_90 / sm_120 / sm_121.
