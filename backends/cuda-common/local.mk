@@ -81,6 +81,8 @@ backends_cuda_common_libkilncudacommon_la_SOURCES = \
 	backends/cuda-common/matmul_describe.c \
 	backends/cuda-common/fused_describe.c \
 	backends/cuda-common/misc_describe.c \
+	backends/cuda-common/flash_describe.c \
+	backends/cuda-common/flash_shape.h \
 	backends/cuda-common/cuda_driver.c \
 	backends/cuda-common/cuda_driver.h \
 	backends/cuda-common/nccl_loader.c \

@@ -9,7 +9,7 @@ tests_gpu_libkilngputest_la_CFLAGS = $(TEST_CFLAGS)
 
 kiln_gpu_tests = tests/gpu/test_gpu_ops tests/gpu/test_gpu_rmsnorm tests/gpu/test_gpu_golden \
 	tests/gpu/test_gpu_qwen35 tests/gpu/test_gpu_bounds tests/gpu/test_gpu_matvec_q \
-	tests/gpu/test_gpu_attention
+	tests/gpu/test_gpu_attention tests/gpu/test_gpu_flash
 check_PROGRAMS += $(kiln_gpu_tests)
 TESTS += $(kiln_gpu_tests)
 kiln_gpu_test_libs = tests/gpu/libkilngputest.la $(TEST_LIBS)
@@ -42,6 +42,10 @@ tests_gpu_test_gpu_matvec_q_LDADD = $(kiln_gpu_test_libs)
 tests_gpu_test_gpu_attention_SOURCES = tests/gpu/test_gpu_attention.c
 tests_gpu_test_gpu_attention_CFLAGS = $(TEST_CFLAGS)
 tests_gpu_test_gpu_attention_LDADD = $(kiln_gpu_test_libs)
+
+tests_gpu_test_gpu_flash_SOURCES = tests/gpu/test_gpu_flash.c
+tests_gpu_test_gpu_flash_CFLAGS = $(TEST_CFLAGS)
+tests_gpu_test_gpu_flash_LDADD = $(kiln_gpu_test_libs)
 
 # The captured decode step: 64 replayed steps against the uncaptured path
 # (test_gpu_replay), and the same test against a plugin whose captured
