@@ -1,8 +1,10 @@
 /* kiln-cuda-cc120.so: NVIDIA GPUs of compute capability 12.x (RTX 50xx,
  * GB10): the simple per-row RMSNorm (rmsnorm_row_cc12, scalar loads) and
  * the 12.x launch shapes (two warps per matvec block, two per attention
- * block, four per split decode attention block, for parts with fewer SMs
- * and less L2), compiled for the
+ * block, four per split decode attention block, flash prefill attention
+ * in tiles of 32 query rows and 32 keys with 4 warps, whose 69 KiB of
+ * shared memory at head_dim 256 fits sm_120's 99 KiB a block, for parts
+ * with fewer SMs and less L2), compiled for the
  * device's exact sm_120 / sm_121; prefill batched as cuda-batched.
  *
  * On a lower compute capability probe() reports the device with a note
@@ -19,6 +21,7 @@
 static const kiln_config_key keys[] = {KILN_CUDA_KEY_DEVICE, KILN_CUDA_KEY_POISON,
                                        KILN_CUDA_KEY_PROFILE, KILN_CUDA_KEY_ACTIVATIONS, KILN_CUDA_KEY_MATVEC_LOAD,
                                        KILN_CUDA_KEY_MATVEC_SHAPE, KILN_CUDA_KEY_ATTENTION_SPLITS,
+                                       KILN_CUDA_KEY_PREFILL_ATTENTION,
                                        KILN_CUDA_KEY_FUSE, KILN_CUDA_KEY_GRAPH, KILN_CUDA_KEY_GEMM,
                                        KILN_CUDA_KEY_GEMM_SCRATCH, KILN_CUDA_KEY_ALLOW_LOWER_CC,
                                        KILN_CUDA_KEY_DEVICES, KILN_CUDA_KEY_TENSOR_PARALLEL};
@@ -32,4 +35,5 @@ KILN_CUDA_PLUGIN_ENTRY("cuda-cc120",
                        .matvec_warps = 2, .matvec_rows_per_group = 2,
                        .attention_warps = 2,
                        .attention_warps_decode = 8, .attention_warps_split = 4,
+                       .flash = {.bq = 32, .bk = 32, .warps = 4},
                        .cc_major = 12, .has_gemm_keys = true, .has_allow_lower_cc = true);

@@ -7,7 +7,8 @@
  *                 RMSNorm is rmsnorm_row_vec (float4 rows).
  *   cuda-batched  prefill runs each node once over all the step's tokens:
  *                 rmsnorm_rows over every row, MUL_MAT as cuBLAS GEMMs on
- *                 f32 tiles, batched RoPE and causal attention; decode
+ *                 f32 tiles, batched RoPE, causal attention as flash
+ *                 attention ([<plugin>] prefill_attention); decode
  *                 (a step of one token) as cuda-serial.
  *   cuda-cc120    for compute capability 12.x: rmsnorm_row_cc12 and the
  *                 12.x launch shapes (fewer warps per matvec block and per
@@ -63,6 +64,12 @@ typedef struct kiln_cuda_flavor {
                                              the split kernel cannot take) */
   uint32_t attention_warps_split;         /* warps per block of the split-KV decode attention
                                              (attention_split, attention_merge) */
+  kiln_cuda_flash_shape flash;            /* the flash prefill attention's tiles
+                                             (flash_attention): bq query rows and bk cache
+                                             positions a block, its warps; bq 0: no flash
+                                             prefill (cuda-serial). Sized so a block's
+                                             shared memory at head_dim 256 fits the
+                                             flavor's devices (flash_shape.h) */
   int cc_major; /* 0: any device; 12: compute capability 12.x only (cuda-cc120) */
   /* Config keys the plugin declares beyond device and poison. */
   bool has_gemm_keys;      /* gemm, gemm_scratch_mib */
@@ -114,6 +121,7 @@ typedef struct kiln_cuda_fn {
   CUfunction fn;      /* NULL: not needed on this node */
   uint32_t block;     /* threads per block */
   uint32_t per_block; /* rows (or warps) per block where the kernel has them */
+  uint32_t shared;    /* bytes of dynamic shared memory a block (0: none) */
 } kiln_cuda_fn;
 
 /* The opt-in profile ([<plugin>] profile = true, cuda_profile.c): CUDA
@@ -194,7 +202,8 @@ typedef struct kiln_cuda_node_state {
   const kiln_node *node; /* NULL: empty slot */
   kiln_node snap;        /* the node as prepared: run() refuses a changed one */
   kiln_cuda_fn decode;   /* one-token path, or the op's only kernel */
-  kiln_cuda_fn prefill;  /* batched path of several tokens (RMSNorm, attention) */
+  kiln_cuda_fn prefill;  /* batched path of several tokens (RMSNorm, attention: flash_attention
+                            when per_block, its bq, is set, else one block per (head, token)) */
   kiln_cuda_fn bias;     /* MUL_MAT bias: bias_add, where the matvec does not add it */
   bool bias_fused;       /* MUL_MAT: the matvec adds the bias */
   kiln_cuda_fn dequant;  /* MUL_MAT weight -> f32 tile for the GEMM */
@@ -269,6 +278,8 @@ typedef struct kiln_cuda_backend {
   int mvq_load;        /* [<plugin>] matvec_load: 0 auto, 1 direct, 2 staged */
   kiln_cuda_matvec_shape mvq_forced; /* [<plugin>] matvec_shape; warps 0: auto */
   uint32_t attn_splits_forced;       /* [<plugin>] attention_splits; 0: auto */
+  bool prefill_flash;                /* [<plugin>] prefill_attention = flash (not rows) */
+  int smem_optin; /* the most dynamic shared memory a block may ask for (opt-in), bytes */
   /* The split decode attention's partial results (attention_part.cuh):
    * n_head * n_split records of head_dim + 2 floats for the largest
    * ATTENTION node prepared, grown in prepare(), freed in close() with
@@ -392,6 +403,11 @@ void kiln_cuda_release_slot(void *backend, void *slot);
 kiln_status kiln_cuda_launch(kiln_cuda_backend *be, const kiln_node *node, const char *what,
                              CUfunction fn, uint32_t gx, uint32_t gy, uint32_t block,
                              void **args);
+/* The same with shared_bytes of dynamic shared memory a block (above 48
+ * KiB the function must have been allowed it: cuFuncSetAttribute). */
+kiln_status kiln_cuda_launch_shared(kiln_cuda_backend *be, const kiln_node *node,
+                                    const char *what, CUfunction fn, uint32_t gx, uint32_t gy,
+                                    uint32_t block, uint32_t shared_bytes, void **args);
 
 /* Device memory: cuMemAlloc of `bytes`, filled with be->poison when set. */
 kiln_status kiln_cuda_mem_alloc(kiln_cuda_backend *be, uint64_t bytes, const kiln_node *node,

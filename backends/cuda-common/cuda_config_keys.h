@@ -112,6 +112,17 @@
            "auto: about two blocks per SM, and no more splits than the KV "   \
            "cache's length can give a key to every warp of each"}
 
+#define KILN_CUDA_KEY_PREFILL_ATTENTION                                       \
+  {.name = "prefill_attention",                                               \
+   .type = KILN_CONFIG_ENUM,                                                  \
+   .default_value = "flash",                                                  \
+   .choices = "flash|rows",                                                   \
+   .help = "attention of a prefill step (several tokens): flash = tiled "     \
+           "flash attention, each K/V tile read once for a block of query "   \
+           "rows of one GQA group; rows = one block per (head, token), "      \
+           "walking the whole cache for each; both f32, for comparison. A "   \
+           "node flash cannot hold takes rows either way"}
+
 #define KILN_CUDA_KEY_ALLOW_LOWER_CC                                          \
   {.name = "allow_lower_cc",                                                  \
    .type = KILN_CONFIG_BOOL,                                                  \

@@ -43,6 +43,7 @@ static const struct {
     E(ModuleUnload, "cuModuleUnload"),
     E(ModuleGetFunction, "cuModuleGetFunction"),
     E(FuncGetAttribute, "cuFuncGetAttribute"),
+    E(FuncSetAttribute, "cuFuncSetAttribute"),
     E(LaunchKernel, "cuLaunchKernel"),
     E(StreamBeginCapture, "cuStreamBeginCapture"),
     E(StreamEndCapture, "cuStreamEndCapture"),

@@ -53,6 +53,8 @@ typedef struct kiln_cu {
   KILN_CU_FN(ModuleUnload, cuModuleUnload);
   KILN_CU_FN(ModuleGetFunction, cuModuleGetFunction);
   KILN_CU_FN(FuncGetAttribute, cuFuncGetAttribute);
+  /* a kernel's dynamic shared memory above 48 KiB (flash_attention) */
+  KILN_CU_FN(FuncSetAttribute, cuFuncSetAttribute);
   KILN_CU_FN(LaunchKernel, cuLaunchKernel);
   /* graphs: the captured decode step (cuda_graph.c) */
   KILN_CU_FN(StreamBeginCapture, cuStreamBeginCapture);

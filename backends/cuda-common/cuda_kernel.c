@@ -83,15 +83,23 @@ void kiln_cuda_release_slot(void *backend, void *slot) {
 kiln_status kiln_cuda_launch(kiln_cuda_backend *be, const kiln_node *node, const char *what,
                              CUfunction fn, uint32_t gx, uint32_t gy, uint32_t block,
                              void **args) {
+  return kiln_cuda_launch_shared(be, node, what, fn, gx, gy, block, 0, args);
+}
+
+kiln_status kiln_cuda_launch_shared(kiln_cuda_backend *be, const kiln_node *node,
+                                    const char *what, CUfunction fn, uint32_t gx, uint32_t gy,
+                                    uint32_t block, uint32_t shared_bytes, void **args) {
   if (!fn)
     return be->host->status_new(KILN_STATUS_INTERNAL,
                                 "%s node '%.*s': the %s kernel was not prepared",
                                 kiln_op_name(node->op), KILN_NAME_MAX, node->name, what);
   if (gx == 0 || gy == 0) return NULL;
-  CUresult r = be->cu->LaunchKernel(fn, gx, gy, 1, block, 1, 1, 0, be->stream, args, NULL);
+  CUresult r =
+      be->cu->LaunchKernel(fn, gx, gy, 1, block, 1, 1, shared_bytes, be->stream, args, NULL);
   if (r != CUDA_SUCCESS) {
-    char call[96];
-    snprintf(call, sizeof call, "cuLaunchKernel(%s, grid %ux%u, block %u)", what, gx, gy, block);
+    char call[128];
+    snprintf(call, sizeof call, "cuLaunchKernel(%s, grid %ux%u, block %u, shared %u)", what, gx,
+             gy, block, shared_bytes);
     return kiln_cu_error(be->host, be->cu, r, call, node);
   }
   return NULL;

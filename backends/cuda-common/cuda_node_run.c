@@ -235,6 +235,16 @@ static kiln_status run_attention(kiln_cuda_backend *be, const kiln_node *node,
     return run_attention_split(be, node, ns, q, kc, vc, y);
   }
   void *args[] = {&q, &kc, &vc, &y, &be->step_dev};
+  if (n > 1 && ns->prefill.fn && ns->prefill.per_block) {
+    /* flash attention: ceil(n * group / bq) query tiles for each KV head;
+     * positions from the step block, whose n_tokens is n here (col 0) */
+    const kiln_attention_params *p = &node->p.attention;
+    const uint64_t rows = (uint64_t)n * (uint64_t)(p->n_head / p->n_head_kv);
+    const uint64_t tiles = (rows + ns->prefill.per_block - 1) / ns->prefill.per_block;
+    return kiln_cuda_launch_shared(be, node, "flash_attention", ns->prefill.fn, (uint32_t)tiles,
+                                   (uint32_t)p->n_head_kv, ns->prefill.block, ns->prefill.shared,
+                                   args);
+  }
   const kiln_cuda_fn *f = n > 1 && ns->prefill.fn ? &ns->prefill : &ns->decode;
   return kiln_cuda_launch(be, node, "attention", f->fn, (uint32_t)node->p.attention.n_head,
                           (uint32_t)n, f->block, args);

@@ -180,6 +180,12 @@ static kiln_status read_config(kiln_cuda_backend *be, const kiln_config_section 
     }
   }
   be->attn_splits_forced = cfg ? (uint32_t)host->cfg_int(cfg, "attention_splits") : 0;
+  /* Only the flavors with flash tiles (the batched ones) declare the key. */
+  be->prefill_flash = fl->flash.bq > 0;
+  if (fl->flash.bq > 0 && cfg) {
+    const char *pa = host->cfg_str(cfg, "prefill_attention");
+    be->prefill_flash = !pa || strcmp(pa, "rows") != 0;
+  }
   be->prof.step_running = be->prof.step_done = -1;
   *out_allow_lower = cfg && fl->has_allow_lower_cc ? host->cfg_bool(cfg, "allow_lower_cc") : false;
   be->gemm = KILN_CUDA_GEMM_F32;
@@ -223,6 +229,9 @@ static kiln_status open_device(kiln_cuda_backend *be, bool allow_lower) {
   KILN_CU_CHECK(host, cu, NULL,
                 DeviceGetAttribute(&be->sm_count, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT,
                                    be->dev));
+  KILN_CU_CHECK(host, cu, NULL,
+                DeviceGetAttribute(&be->smem_optin,
+                                   CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN, be->dev));
   if (fl->cc_major && be->cc_major != fl->cc_major) {
     if (be->cc_major > fl->cc_major || !allow_lower)
       return host->status_new(KILN_STATUS_UNAVAILABLE,

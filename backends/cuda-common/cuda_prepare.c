@@ -184,6 +184,44 @@ static kiln_status prepare_attention_decode(kiln_cuda_backend *be, const kiln_no
   return attn_part_reserve(be, kiln_cuda_attention_part_bytes(node, n_split), node);
 }
 
+/* ATTENTION for steps of several tokens on a batched flavor: flash
+ * attention (flash_attention, the flavor's tiles) unless [<plugin>]
+ * prefill_attention = rows, the node is one it cannot hold
+ * (kiln_cuda_flash_fits), or the device cannot give a block the shared
+ * memory it needs (said once per node at info level); otherwise the
+ * one-block-per-(head, token) kernel. */
+static kiln_status prepare_attention_prefill(kiln_cuda_backend *be, const kiln_node *node,
+                                             kiln_cuda_node_state *ns) {
+  const kiln_cuda_flash_shape *fs = &be->fl->flash;
+  kiln_kdesc *d = NULL;
+  if (be->prefill_flash && kiln_cuda_flash_fits(node, fs)) {
+    const uint64_t smem =
+        kiln_cuda_flash_smem_bytes((uint32_t)node->p.attention.head_dim, fs->bq, fs->bk);
+    if (smem <= (uint64_t)be->smem_optin) {
+      KILN_RETURN_IF_ERROR(kiln_cuda_flash_attention_describe(be->host, be->compiler, node, fs, &d));
+      CUfunction fn = NULL;
+      KILN_RETURN_IF_ERROR(get_fn(be, d, node, &fn));
+      /* Above the default 48 KiB a launch fails unless the function is
+       * allowed more; setting it again for another node is harmless. */
+      if (smem > 48u * 1024u)
+        KILN_CU_CHECK(be->host, be->cu, node,
+                      FuncSetAttribute(fn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                                       (int)smem));
+      ns->prefill = (kiln_cuda_fn){.fn = fn, .block = 32 * fs->warps, .per_block = fs->bq,
+                                   .shared = (uint32_t)smem};
+      return NULL;
+    }
+    be->host->log(KILN_LOG_INFO, be->fl->name,
+                  "%.*s: flash attention needs %llu bytes of shared memory a block, the device "
+                  "allows %d: one block per (head, token) instead",
+                  KILN_NAME_MAX, node->name, (unsigned long long)smem, be->smem_optin);
+  }
+  const uint32_t warps = be->fl->attention_warps;
+  KILN_RETURN_IF_ERROR(kiln_cuda_attention_describe(be->host, be->compiler, node, warps, &d));
+  ns->prefill = (kiln_cuda_fn){.block = 32 * warps};
+  return get_fn(be, d, node, &ns->prefill.fn);
+}
+
 /* Whether a block type's blocks are only 2-byte aligned (sizes 18, 22, 34,
  * 210): read directly, a decoder takes them in 2-byte pieces, and every
  * piece fetches whole sectors again (L1 is bypassed for weights). */
@@ -432,11 +470,7 @@ kiln_status kiln_cuda_prepare(void *backend, const kiln_node *node) {
     break;
   case KILN_OP_ATTENTION:
     st = prepare_attention_decode(be, node, ns);
-    if (!st && batched) {
-      st = kiln_cuda_attention_describe(host, be->compiler, node, be->fl->attention_warps, &d);
-      if (!st) st = get_fn(be, d, node, &ns->prefill.fn);
-      ns->prefill.block = 32 * be->fl->attention_warps;
-    }
+    if (!st && batched) st = prepare_attention_prefill(be, node, ns);
     break;
   case KILN_OP_SWIGLU:
   case KILN_OP_ADD:

@@ -318,6 +318,43 @@ static const kiln_ktemplate attention_merge = {
             "partial softmax results against their overall maximum",
 };
 
+/* Flash prefill attention: one block per (tile of query rows of one GQA
+ * group, KV head), the K/V tiles in dynamic shared memory. */
+static const char flash_attention_source[] =
+#include "step_block.cuh.inc"
+#include "flash_layout.cuh.inc"
+#include "flash_attention.cu.inc"
+    ;
+
+static const kiln_kparam_decl flash_attention_params[] = {
+    {"head_dim", KILN_KPARAM_I64, KILN_KPARAM_BAKED, "values per head (a multiple of 4, at most 256)"},
+    {"n_head", KILN_KPARAM_I64, KILN_KPARAM_BAKED, "query heads: q's and y's column is head_dim * n_head"},
+    {"n_head_kv", KILN_KPARAM_I64, KILN_KPARAM_BAKED,
+     "KV heads; the GQA ratio n_head / n_head_kv query heads share each block's K/V tiles"},
+    {"scale", KILN_KPARAM_F32, KILN_KPARAM_BAKED, "softmax scale (1/sqrt(head_dim)), bit-exact"},
+    {"bq", KILN_KPARAM_I64, KILN_KPARAM_BAKED,
+     "query rows ((token, query head) pairs of one group) per block, bq / warps per warp (<= 16)"},
+    {"bk", KILN_KPARAM_I64, KILN_KPARAM_BAKED, "cache positions per K/V tile (32, 64, 96 or 128)"},
+    {"warps", KILN_KPARAM_I64, KILN_KPARAM_BAKED, "warps per block"},
+    {"q", KILN_KPARAM_PTR, KILN_KPARAM_RUNTIME, "queries, f32 [head_dim * n_head, n_tokens]"},
+    {"k_cache", KILN_KPARAM_PTR, KILN_KPARAM_RUNTIME, "K cache, f32 [head_dim * n_head_kv, n_ctx]"},
+    {"v_cache", KILN_KPARAM_PTR, KILN_KPARAM_RUNTIME, "V cache, same shape"},
+    {"y", KILN_KPARAM_PTR, KILN_KPARAM_RUNTIME, "output, shaped like q"},
+    STEP_PARAM,
+};
+
+static const kiln_ktemplate flash_attention = {
+    .name = KILN_CUDA_T_FLASH_ATTENTION,
+    .version = 1,
+    .entry = "kiln_flash_attention",
+    .source = flash_attention_source,
+    .params = flash_attention_params,
+    .n_params = sizeof flash_attention_params / sizeof flash_attention_params[0],
+    .help = "prefill attention (several tokens), flash attention: one block per (bq query rows "
+            "of one GQA group, KV head) over K/V tiles of bk positions in shared memory, causal "
+            "mask, online softmax with max subtraction, f32 FMAs",
+};
+
 static const char store_kv_source[] =
 #include "step_block.cuh.inc"
 #include "store_kv.cu.inc"
@@ -573,7 +610,7 @@ const kiln_ktemplate *const kiln_cuda_templates[] = {
     &rmsnorm_row_vec, &rmsnorm_rows, &rmsnorm_row_cc12, &matvec,   &dequant_rows,
     &bias_add,        &get_rows,     &rope,             &attention, &swiglu,
     &add,             &store_kv,     &quantize,         &matvec_q,  &add_rmsnorm,
-    &swiglu_q,        &rope_store,   &attention_split,  &attention_merge,
+    &swiglu_q,        &rope_store,   &attention_split,  &attention_merge, &flash_attention,
     /* qwen35 */
     &kiln_cuda_t_slice, &kiln_cuda_t_sigmoid_mul, &kiln_cuda_t_ssm_conv, &kiln_cuda_t_gdn_gate,
     &kiln_cuda_t_gdn_recurrent, &kiln_cuda_t_gdn_chunked, &kiln_cuda_t_rope_imrope,

@@ -38,6 +38,8 @@ kiln_cuda_template_files = \
 	backends/cuda-common/kernels/attention_part.cuh.tmpl \
 	backends/cuda-common/kernels/attention_split.cu.tmpl \
 	backends/cuda-common/kernels/attention_merge.cu.tmpl \
+	backends/cuda-common/kernels/flash_layout.cuh.tmpl \
+	backends/cuda-common/kernels/flash_attention.cu.tmpl \
 	backends/cuda-common/kernels/swiglu.cu.tmpl \
 	backends/cuda-common/kernels/add.cu.tmpl \
 	backends/cuda-common/kernels/slice.cu.tmpl \
@@ -79,6 +81,8 @@ backends_cuda_common_libkilncudacommon_la_SOURCES = \
 	backends/cuda-common/matmul_describe.c \
 	backends/cuda-common/fused_describe.c \
 	backends/cuda-common/misc_describe.c \
+	backends/cuda-common/flash_describe.c \
+	backends/cuda-common/flash_shape.h \
 	backends/cuda-common/cuda_driver.c \
 	backends/cuda-common/cuda_driver.h \
 	backends/cuda-common/nccl_loader.c \

@@ -15,6 +15,7 @@
 #define KILN_CUDA_OP_DESCRIBE_H
 
 #include "kiln/plugin.h"
+#include "flash_shape.h"
 
 /* Largest head_dim the attention template takes (its per-lane registers). */
 #define KILN_CUDA_MAX_HEAD_DIM 256
@@ -134,6 +135,29 @@ kiln_status kiln_cuda_attention_split_describe(const kiln_host_api *host,
 kiln_status kiln_cuda_attention_merge_describe(const kiln_host_api *host,
                                                kiln_kcompiler *compiler, const kiln_node *node,
                                                uint32_t warps, uint32_t n_split,
+                                               kiln_kdesc **out_desc);
+
+/* ---- flash prefill attention (flash_attention.cu.tmpl): a pass of
+ * several tokens ---- */
+
+/* Whether flash_attention can take node with the flavor's tiles: head_dim
+ * a multiple of 4 up to 256, n_head a multiple of n_head_kv, bq 1..16 rows
+ * for each of 1..32 warps, bk 32/64/96/128, and (bq / warps) *
+ * ceil(head_dim / 32) <= 64 output values a lane. Others keep the
+ * one-block-per-(head, token) kernel (attention.cu.tmpl). Whether the
+ * device has the shared memory (kiln_cuda_flash_smem_bytes) is the
+ * caller's question. */
+bool kiln_cuda_flash_fits(const kiln_node *node, const kiln_cuda_flash_shape *shape);
+
+/* ATTENTION, prefill: flash_attention with the node's head_dim, n_head,
+ * n_head_kv and scale and the shape's bq, bk and warps; grid
+ * (ceil(n_tokens * n_head / n_head_kv / bq), n_head_kv), block 32 * warps,
+ * kiln_cuda_flash_smem_bytes(head_dim, bq, bk) of dynamic shared memory;
+ * arguments (q, k_cache, v_cache, y, step). KILN_STATUS_UNSUPPORTED,
+ * naming the node and the reason, for what kiln_cuda_flash_fits refuses. */
+kiln_status kiln_cuda_flash_attention_describe(const kiln_host_api *host,
+                                               kiln_kcompiler *compiler, const kiln_node *node,
+                                               const kiln_cuda_flash_shape *shape,
                                                kiln_kdesc **out_desc);
 
 /* STORE_KV: store_kv with the cache's width (dst ne0); any grid

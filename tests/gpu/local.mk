@@ -9,7 +9,7 @@ tests_gpu_libkilngputest_la_CFLAGS = $(TEST_CFLAGS)
 
 kiln_gpu_tests = tests/gpu/test_gpu_ops tests/gpu/test_gpu_rmsnorm tests/gpu/test_gpu_golden \
 	tests/gpu/test_gpu_qwen35 tests/gpu/test_gpu_bounds tests/gpu/test_gpu_matvec_q \
-	tests/gpu/test_gpu_attention
+	tests/gpu/test_gpu_attention tests/gpu/test_gpu_flash
 check_PROGRAMS += $(kiln_gpu_tests)
 TESTS += $(kiln_gpu_tests)
 kiln_gpu_test_libs = tests/gpu/libkilngputest.la $(TEST_LIBS)
@@ -42,6 +42,10 @@ tests_gpu_test_gpu_matvec_q_LDADD = $(kiln_gpu_test_libs)
 tests_gpu_test_gpu_attention_SOURCES = tests/gpu/test_gpu_attention.c
 tests_gpu_test_gpu_attention_CFLAGS = $(TEST_CFLAGS)
 tests_gpu_test_gpu_attention_LDADD = $(kiln_gpu_test_libs)
+
+tests_gpu_test_gpu_flash_SOURCES = tests/gpu/test_gpu_flash.c
+tests_gpu_test_gpu_flash_CFLAGS = $(TEST_CFLAGS)
+tests_gpu_test_gpu_flash_LDADD = $(kiln_gpu_test_libs)
 
 # The captured decode step: 64 replayed steps against the uncaptured path
 # (test_gpu_replay), and the same test against a plugin whose captured
@@ -94,6 +98,17 @@ tests_unit_test_attention_host_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/tests/g
 tests_unit_test_attention_host_CXXFLAGS = $(CMOCKA_CFLAGS) -I$(top_srcdir)/tests -std=gnu++17 \
 	-Wall -Wextra -Wno-unknown-pragmas -Wno-unused-parameter
 tests_unit_test_attention_host_LDADD = $(kiln_gpu_test_libs)
+
+# The flash prefill attention kernel runs on the host the same way.
+check_PROGRAMS += tests/unit/test_flash_host
+TESTS += tests/unit/test_flash_host
+tests_unit_test_flash_host_SOURCES = tests/unit/test_flash_host.cc \
+	tests/unit/cuda_block_emu.h tests/unit/flash_host_shape.h
+tests_unit_test_flash_host_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/tests/gpu \
+	-I$(top_srcdir)/backends/cuda-common/kernels -I$(top_srcdir)/backends/cuda-common
+tests_unit_test_flash_host_CXXFLAGS = $(CMOCKA_CFLAGS) -I$(top_srcdir)/tests -std=gnu++17 -O2 \
+	-fno-strict-aliasing -Wall -Wextra -Wno-unknown-pragmas -Wno-unused-parameter
+tests_unit_test_flash_host_LDADD = $(kiln_gpu_test_libs)
 
 # CI-side checks of the CUDA code that need no device: the plugins load
 # and report themselves (libkiln only, through the loader), and every

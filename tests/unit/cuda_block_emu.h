@@ -1,6 +1,6 @@
 /* Runs CUDA kernels written for kiln's templates on the host, one block
  * at a time, every thread of the block a green thread (ucontext), for
- * test_attention_host.cc: the kernels' indexing, their barriers and warp
+ * test_attention_host.cc and test_flash_host.cc: the kernels' indexing, their barriers and warp
  * shuffles, their edge cases (empty splits, partial tiles, one warp) run
  * here as they would on a device, on a machine with none.
  *
@@ -11,8 +11,11 @@
  * mask (each a barrier of the warp's 32 lanes, with two exchange buffers
  * so a lane cannot overwrite a value a slower lane has yet to read);
  * __shared__ as function statics (blocks run one after another, so a
- * static is the running block's shared memory); the qualifiers as
- * nothing. Scheduling is cooperative and deterministic: a thread runs
+ * static is the running block's shared memory); dynamic shared memory
+ * (KILN_DYNAMIC_SHARED, the templates' spelling of extern __shared__) as
+ * one buffer of the launch's size, filled with NaN bytes before each
+ * block so a read of a float no thread stored shows; float4; the
+ * qualifiers as nothing. Scheduling is cooperative and deterministic: a thread runs
  * until it waits at a barrier or returns, so it is no race detector (a
  * missing barrier may go unseen here; compute-sanitizer's racecheck sees
  * it on a device). Not emulated: atomics, fences, warp-divergent shuffles
@@ -57,6 +60,7 @@ struct state {
   unsigned block_arrived = 0, block_gen = 0;
   std::function<void()> body;
   const char *error = nullptr;
+  std::vector<float> dyn; /* the dynamic shared memory (floats: 4-byte aligned, and 16 by new) */
 };
 
 static state S;
@@ -115,8 +119,10 @@ static bool runnable(const thread &t) {
 
 /* Runs f on every thread of every block of grid, `threads` threads a
  * block (a multiple of 32); NULL, or what went wrong. */
-static const char *launch(kiln_emu_dim3 grid, unsigned threads, std::function<void()> f) {
+static const char *launch(kiln_emu_dim3 grid, unsigned threads, std::function<void()> f,
+                          size_t shared_bytes = 0) {
   if (threads == 0 || threads % 32 != 0) return "a block that is not whole warps";
+  if (shared_bytes % sizeof(float) != 0) return "dynamic shared memory that is not whole floats";
   S.body = std::move(f);
   S.error = nullptr;
   S.th.assign(threads, thread{});
@@ -128,6 +134,7 @@ static const char *launch(kiln_emu_dim3 grid, unsigned threads, std::function<vo
       for (unsigned bx = 0; bx < grid.x; bx++) {
         S.block_idx = kiln_emu_dim3{bx, by, bz};
         S.block_arrived = 0;
+        S.dyn.assign(shared_bytes / sizeof(float), __builtin_nanf(""));
         S.warp_arrived.assign(threads / 32, 0);
         S.warp_gen.assign(threads / 32, 0);
         S.parity.assign(threads, 0);
@@ -174,6 +181,13 @@ static const char *launch(kiln_emu_dim3 grid, unsigned threads, std::function<vo
 #define blockIdx (kiln_emu::S.block_idx)
 #define blockDim (kiln_emu::S.block_dim)
 #define gridDim (kiln_emu::S.grid_dim)
+/* The launch's dynamic shared memory; on a device, extern __shared__. */
+#define KILN_DYNAMIC_SHARED(T, name) T *const name = reinterpret_cast<T *>(kiln_emu::S.dyn.data())
+
+struct alignas(16) float4 {
+  float x, y, z, w;
+};
+static inline float4 make_float4(float x, float y, float z, float w) { return float4{x, y, z, w}; }
 
 static inline void __syncthreads() {
   const unsigned gen = kiln_emu::S.block_gen;

@@ -75,6 +75,9 @@ tests_unit_test_kcache_guard_drop_LDADD = backends/cuda-common/libkilncudacommon
 # n_split and n_head_kv (its GQA ratio), each checked in attention_split
 # alone (KILN_KCACHE_TEST_DROP_TEMPLATE: attention and rope_store bake
 # n_head_kv too, and would go red first), and n_split in attention_merge.
+# And every baked parameter of the flash prefill attention (head_dim,
+# n_head, n_head_kv, the scale, bq, bk, warps), each in flash_attention
+# alone: its source depends on each of them.
 # Each checks only the templates declaring its parameter (test_kcache_guard.c).
 kcache_guard_drop_sources = tests/unit/test_kcache_guard.c $(kcache_testhost) core/src/base/status.c \
 	$(kiln_kcache_sources)
@@ -85,7 +88,8 @@ kcache_guard_drop_more = tests/unit/test_kcache_guard_drop_l2_eps tests/unit/tes
 	tests/unit/test_kcache_guard_drop_d_conv tests/unit/test_kcache_guard_drop_chunk \
 	tests/unit/test_kcache_guard_drop_load0 tests/unit/test_kcache_guard_drop_groups_per_block \
 	tests/unit/test_kcache_guard_drop_n_split tests/unit/test_kcache_guard_drop_n_head_kv \
-	tests/unit/test_kcache_guard_drop_n_split_merge
+	tests/unit/test_kcache_guard_drop_n_split_merge \
+	$(kcache_guard_drop_flash)
 check_PROGRAMS += $(kcache_guard_drop_more)
 TESTS += $(kcache_guard_drop_more)
 XFAIL_TESTS += $(kcache_guard_drop_more)
@@ -136,4 +140,46 @@ tests_unit_test_kcache_guard_drop_n_split_merge_CPPFLAGS = $(kcache_cuda_cppflag
 	-DKILN_KCACHE_TEST_DROP_TEMPLATE='"attention_merge"'
 tests_unit_test_kcache_guard_drop_n_split_merge_CFLAGS = $(kcache_guard_drop_cflags)
 tests_unit_test_kcache_guard_drop_n_split_merge_LDADD = $(kcache_guard_drop_libs)
+kcache_guard_drop_flash = tests/unit/test_kcache_guard_drop_flash_head_dim \
+	tests/unit/test_kcache_guard_drop_flash_n_head \
+	tests/unit/test_kcache_guard_drop_flash_n_head_kv \
+	tests/unit/test_kcache_guard_drop_flash_scale \
+	tests/unit/test_kcache_guard_drop_flash_bq \
+	tests/unit/test_kcache_guard_drop_flash_bk \
+	tests/unit/test_kcache_guard_drop_flash_warps
+tests_unit_test_kcache_guard_drop_flash_head_dim_SOURCES = $(kcache_guard_drop_sources)
+tests_unit_test_kcache_guard_drop_flash_head_dim_CPPFLAGS = $(kcache_cuda_cppflags) -DKILN_KCACHE_TEST_DROP_PARAM='"head_dim"' \
+	-DKILN_KCACHE_TEST_DROP_TEMPLATE='"flash_attention"'
+tests_unit_test_kcache_guard_drop_flash_head_dim_CFLAGS = $(kcache_guard_drop_cflags)
+tests_unit_test_kcache_guard_drop_flash_head_dim_LDADD = $(kcache_guard_drop_libs)
+tests_unit_test_kcache_guard_drop_flash_n_head_SOURCES = $(kcache_guard_drop_sources)
+tests_unit_test_kcache_guard_drop_flash_n_head_CPPFLAGS = $(kcache_cuda_cppflags) -DKILN_KCACHE_TEST_DROP_PARAM='"n_head"' \
+	-DKILN_KCACHE_TEST_DROP_TEMPLATE='"flash_attention"'
+tests_unit_test_kcache_guard_drop_flash_n_head_CFLAGS = $(kcache_guard_drop_cflags)
+tests_unit_test_kcache_guard_drop_flash_n_head_LDADD = $(kcache_guard_drop_libs)
+tests_unit_test_kcache_guard_drop_flash_n_head_kv_SOURCES = $(kcache_guard_drop_sources)
+tests_unit_test_kcache_guard_drop_flash_n_head_kv_CPPFLAGS = $(kcache_cuda_cppflags) -DKILN_KCACHE_TEST_DROP_PARAM='"n_head_kv"' \
+	-DKILN_KCACHE_TEST_DROP_TEMPLATE='"flash_attention"'
+tests_unit_test_kcache_guard_drop_flash_n_head_kv_CFLAGS = $(kcache_guard_drop_cflags)
+tests_unit_test_kcache_guard_drop_flash_n_head_kv_LDADD = $(kcache_guard_drop_libs)
+tests_unit_test_kcache_guard_drop_flash_scale_SOURCES = $(kcache_guard_drop_sources)
+tests_unit_test_kcache_guard_drop_flash_scale_CPPFLAGS = $(kcache_cuda_cppflags) -DKILN_KCACHE_TEST_DROP_PARAM='"scale"' \
+	-DKILN_KCACHE_TEST_DROP_TEMPLATE='"flash_attention"'
+tests_unit_test_kcache_guard_drop_flash_scale_CFLAGS = $(kcache_guard_drop_cflags)
+tests_unit_test_kcache_guard_drop_flash_scale_LDADD = $(kcache_guard_drop_libs)
+tests_unit_test_kcache_guard_drop_flash_bq_SOURCES = $(kcache_guard_drop_sources)
+tests_unit_test_kcache_guard_drop_flash_bq_CPPFLAGS = $(kcache_cuda_cppflags) -DKILN_KCACHE_TEST_DROP_PARAM='"bq"' \
+	-DKILN_KCACHE_TEST_DROP_TEMPLATE='"flash_attention"'
+tests_unit_test_kcache_guard_drop_flash_bq_CFLAGS = $(kcache_guard_drop_cflags)
+tests_unit_test_kcache_guard_drop_flash_bq_LDADD = $(kcache_guard_drop_libs)
+tests_unit_test_kcache_guard_drop_flash_bk_SOURCES = $(kcache_guard_drop_sources)
+tests_unit_test_kcache_guard_drop_flash_bk_CPPFLAGS = $(kcache_cuda_cppflags) -DKILN_KCACHE_TEST_DROP_PARAM='"bk"' \
+	-DKILN_KCACHE_TEST_DROP_TEMPLATE='"flash_attention"'
+tests_unit_test_kcache_guard_drop_flash_bk_CFLAGS = $(kcache_guard_drop_cflags)
+tests_unit_test_kcache_guard_drop_flash_bk_LDADD = $(kcache_guard_drop_libs)
+tests_unit_test_kcache_guard_drop_flash_warps_SOURCES = $(kcache_guard_drop_sources)
+tests_unit_test_kcache_guard_drop_flash_warps_CPPFLAGS = $(kcache_cuda_cppflags) -DKILN_KCACHE_TEST_DROP_PARAM='"warps"' \
+	-DKILN_KCACHE_TEST_DROP_TEMPLATE='"flash_attention"'
+tests_unit_test_kcache_guard_drop_flash_warps_CFLAGS = $(kcache_guard_drop_cflags)
+tests_unit_test_kcache_guard_drop_flash_warps_LDADD = $(kcache_guard_drop_libs)
 endif

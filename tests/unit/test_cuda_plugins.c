@@ -160,8 +160,10 @@ static void test_config_keys(void **state) {
                                {"cuda-cc120", "gemm", "bf16", "test"},
                                {"cuda-serial", "attention_splits", "256", "test"},
                                {"cuda-batched", "attention_splits", "0", "test"},
-                               {"cuda-cc120", "attention_splits", "1", "test"}};
-  KT_ASSERT_OK(kiln_runtime_open(&(kiln_runtime_options){.config_path = NULL, .use_environment = true, .overrides = ok, .n_overrides = 9}, &rt));
+                               {"cuda-cc120", "attention_splits", "1", "test"},
+                               {"cuda-batched", "prefill_attention", "rows", "test"},
+                               {"cuda-cc120", "prefill_attention", "flash", "test"}};
+  KT_ASSERT_OK(kiln_runtime_open(&(kiln_runtime_options){.config_path = NULL, .use_environment = true, .overrides = ok, .n_overrides = 11}, &rt));
   kiln_runtime_free(rt);
   kiln_config_override bad_gemm[] = {{"cuda-batched", "gemm", "f16", "--gemm"}};
   KT_ASSERT_ERR(kiln_runtime_open(&(kiln_runtime_options){.config_path = NULL, .use_environment = true, .overrides = bad_gemm, .n_overrides = 1}, &rt),
@@ -175,6 +177,18 @@ static void test_config_keys(void **state) {
   st = kiln_runtime_open(&(kiln_runtime_options){.config_path = NULL, .use_environment = true, .overrides = bad_splits, .n_overrides = 1}, &rt);
   assert_non_null(st);
   assert_non_null(strstr(kiln_status_message(st), "attention_splits"));
+  kiln_status_free(st);
+  /* prefill_attention: flash|rows on the batched plugins; cuda-serial has
+   * no prefill kernel and no such key */
+  kiln_config_override bad_prefill[] = {{"cuda-batched", "prefill_attention", "fast", "--x"}};
+  st = kiln_runtime_open(&(kiln_runtime_options){.config_path = NULL, .use_environment = true, .overrides = bad_prefill, .n_overrides = 1}, &rt);
+  assert_non_null(st);
+  assert_non_null(strstr(kiln_status_message(st), "prefill_attention"));
+  kiln_status_free(st);
+  kiln_config_override serial_prefill[] = {{"cuda-serial", "prefill_attention", "flash", "--x"}};
+  st = kiln_runtime_open(&(kiln_runtime_options){.config_path = NULL, .use_environment = true, .overrides = serial_prefill, .n_overrides = 1}, &rt);
+  assert_non_null(st);
+  assert_non_null(strstr(kiln_status_message(st), "prefill_attention"));
   kiln_status_free(st);
   kiln_config_override bad_poison[] = {{"cuda-cc120", "poison", "256", "--x"}};
   st = kiln_runtime_open(&(kiln_runtime_options){.config_path = NULL, .use_environment = true, .overrides = bad_poison, .n_overrides = 1}, &rt);

@@ -8,7 +8,10 @@
  * the kernels cannot run, naming the node. The split decode attention's
  * descriptors that differ only in n_split, or in the GQA ratio, give
  * different keys and different PTX; its automatic split count follows its
- * rule. */
+ * rule. The flash prefill attention compiles in both batched flavors'
+ * tiles; descriptors differing only in head_dim, the scale, the GQA
+ * ratio, bq or bk differ in key and PTX, and describe refuses what it
+ * cannot hold. */
 #include "config.h"
 
 #include <setjmp.h>
@@ -46,6 +49,9 @@ static const shape shapes[] = {
     {"stories260K", 64, 172, 8, 8, 4, 8, 512, KILN_ROPE_NORM, 10000.0f, 1e-5f},
     {"qwen2.5-7b", 3584, 18944, 128, 28, 4, 128, 152064, KILN_ROPE_NEOX, 1000000.0f, 1e-6f},
 };
+
+/* The batched flavors' flash tiles (batched_entry.c, cc120_entry.c). */
+static const kiln_cuda_flash_shape flash_tiles[] = {{64, 64, 8}, {32, 32, 4}};
 
 /* Tensors for one shape: activations of capacity 8, a KV cache of 64. */
 typedef struct nodes {
@@ -252,6 +258,12 @@ static void compile_all(kiln_kcompiler *c, const char *arch) {
         /* the split decode attention in the flavors' warps (8: cuda-serial
          * and cuda-batched, 4: cuda-cc120), no split, a 7B's on an H200,
          * the most */
+        /* the flash prefill attention in the batched flavors' tiles
+         * (cuda-batched 64/64 with 8 warps, cuda-cc120 32/32 with 4) */
+        for (int f = 0; f < 2; f++) {
+          KT_ASSERT_OK(kiln_cuda_flash_attention_describe(h, c, &g->attn, &flash_tiles[f], &d));
+          check_kernel(d, &g->attn, arch);
+        }
         static const uint32_t split_warps[] = {8, 4}, splits[] = {1, 66, 256};
         for (int f = 0; f < 2; f++)
           for (int sp = 0; sp < 3; sp++) {
@@ -479,6 +491,116 @@ static void test_attention_split(void **state) {
   kiln_kcache_close(kc);
 }
 
+/* The flash prefill attention: the canonical form carries every baked
+ * parameter (head_dim, both head counts, the scale's bits, bq, bk,
+ * warps); descriptors differing only in head_dim, the scale, the GQA
+ * ratio, bq or bk differ in key and PTX; describe refuses, naming the
+ * node, what the kernel cannot hold (and kiln_cuda_flash_fits agrees, so
+ * the runner keeps the rows kernel for it); the flavors' tiles at
+ * head_dim 256 fit sm_90's and sm_120's shared memory a block. */
+static void test_flash_attention(void **state) {
+  const kiln_host_api *h = kt_kcache_host();
+  kiln_kcache *kc = kt_kcache_open(NULL, NULL);
+  kiln_nvrtc nv;
+  kiln_kcompiler *c = NULL;
+  KT_ASSERT_OK(kiln_cuda_templates_register(h, kc));
+  KT_ASSERT_OK(kiln_nvrtc_register(&nv, h, kc, "sm_90", &c));
+  nodes *g = malloc(sizeof *g), *g2 = malloc(sizeof *g2);
+  build(g, &shapes[1], KILN_TYPE_Q8_0);
+  const kiln_cuda_flash_shape *fb = &flash_tiles[0];
+  assert_true(kiln_cuda_flash_fits(&g->attn, fb));
+  kiln_kdesc *d = NULL;
+  KT_ASSERT_OK(kiln_cuda_flash_attention_describe(h, c, &g->attn, fb, &d));
+  char *canon = NULL;
+  KT_ASSERT_OK(kiln_kdesc_canonical(d, &canon));
+  static const char *const want[] = {"param head_dim i64 128\n", "param n_head i64 28\n",
+                                     "param n_head_kv i64 4\n",
+                                     "param scale f32 0x3db504f3\n", /* 1/sqrt(128) */
+                                     "param bq i64 64\n", "param bk i64 64\n",
+                                     "param warps i64 8\n"};
+  for (size_t i = 0; i < sizeof want / sizeof want[0]; i++)
+    if (!strstr(canon, want[i])) fail_msg("flash_attention's canonical form lacks %s", want[i]);
+  free(canon);
+  compiled base = compile_desc(d, &g->attn), other;
+
+  shape s64 = shapes[1]; /* head_dim 64 */
+  s64.head_dim = 64;
+  s64.n_rot = 64;
+  build(g2, &s64, KILN_TYPE_Q8_0);
+  KT_ASSERT_OK(kiln_cuda_flash_attention_describe(h, c, &g2->attn, fb, &d));
+  other = compile_desc(d, &g2->attn);
+  assert_differ(&base, &other, "flash_attention head_dim 128 / 64");
+  free(other.ptx);
+  build(g2, &shapes[1], KILN_TYPE_Q8_0); /* the scale alone */
+  g2->attn.p.attention.scale = 0.125f;
+  KT_ASSERT_OK(kiln_cuda_flash_attention_describe(h, c, &g2->attn, fb, &d));
+  other = compile_desc(d, &g2->attn);
+  assert_differ(&base, &other, "flash_attention scale 1/sqrt(128) / 0.125");
+  free(other.ptx);
+  shape gqa = shapes[1]; /* GQA 7 -> 14 */
+  gqa.n_head_kv = 2;
+  build(g2, &gqa, KILN_TYPE_Q8_0);
+  KT_ASSERT_OK(kiln_cuda_flash_attention_describe(h, c, &g2->attn, fb, &d));
+  other = compile_desc(d, &g2->attn);
+  assert_differ(&base, &other, "flash_attention GQA 28/4 / 28/2");
+  free(other.ptx);
+  const kiln_cuda_flash_shape bq32 = {32, 64, 8}, bk32 = {64, 32, 8};
+  KT_ASSERT_OK(kiln_cuda_flash_attention_describe(h, c, &g->attn, &bq32, &d));
+  other = compile_desc(d, &g->attn);
+  assert_differ(&base, &other, "flash_attention bq 64 / 32");
+  free(other.ptx);
+  KT_ASSERT_OK(kiln_cuda_flash_attention_describe(h, c, &g->attn, &bk32, &d));
+  other = compile_desc(d, &g->attn);
+  assert_differ(&base, &other, "flash_attention bk 64 / 32");
+  free(other.ptx);
+  free(base.ptx);
+
+  /* refusals, naming the node; fits() says the same */
+  const kiln_cuda_flash_shape bad_tiles[] = {{64, 48, 8}, {64, 64, 2}, {64, 64, 0}, {64, 256, 8}};
+  static const char *const bad_why[] = {"bk must be 32, 64, 96 or 128",
+                                        "bq must be 1..16 rows for each of 1..32 warps",
+                                        "bq must be 1..16 rows for each of 1..32 warps",
+                                        "bk must be 32, 64, 96 or 128"};
+  for (size_t i = 0; i < sizeof bad_tiles / sizeof bad_tiles[0]; i++) {
+    assert_false(kiln_cuda_flash_fits(&g->attn, &bad_tiles[i]));
+    KT_ASSERT_ERR(kiln_cuda_flash_attention_describe(h, c, &g->attn, &bad_tiles[i], &d),
+                  KILN_STATUS_UNSUPPORTED, bad_why[i]);
+  }
+  shape odd = shapes[1]; /* head_dim 126: rows are not whole float4s */
+  odd.head_dim = 126;
+  odd.n_rot = 126;
+  build(g2, &odd, KILN_TYPE_Q8_0);
+  assert_false(kiln_cuda_flash_fits(&g2->attn, fb));
+  KT_ASSERT_ERR(kiln_cuda_flash_attention_describe(h, c, &g2->attn, fb, &d),
+                KILN_STATUS_UNSUPPORTED,
+                "attention node 'blk.0.attn': flash attention cannot take head_dim 126, 28/4 "
+                "heads with bq 64, bk 64, 8 warps: head_dim must be a multiple of 4 in 4..256");
+  shape wide = shapes[1]; /* head_dim 256 with 16 rows a warp: 128 values a lane */
+  wide.head_dim = 256;
+  wide.n_rot = 256;
+  build(g2, &wide, KILN_TYPE_Q8_0);
+  const kiln_cuda_flash_shape tall = {64, 64, 4};
+  assert_false(kiln_cuda_flash_fits(&g2->attn, &tall));
+  KT_ASSERT_ERR(kiln_cuda_flash_attention_describe(h, c, &g2->attn, &tall, &d),
+                KILN_STATUS_UNSUPPORTED, "more than 64 values a lane");
+  for (int f = 0; f < 2; f++) assert_true(kiln_cuda_flash_fits(&g2->attn, &flash_tiles[f]));
+  KT_ASSERT_ERR(kiln_cuda_flash_attention_describe(h, c, &g->rope, fb, &d),
+                KILN_STATUS_INVALID_ARGUMENT, "is not attention");
+
+  /* shared memory: Q, the K/V tile (row stride head_dim + 4 here) and P */
+  assert_int_equal(kiln_cuda_flash_smem_bytes(128, 64, 64), 4 * (64 * 128 + 64 * 132 + 64 * 64));
+  assert_int_equal(kiln_cuda_flash_smem_bytes(80, 64, 64), 4 * (64 * 80 + 64 * 84 + 64 * 64));
+  assert_int_equal(kiln_cuda_flash_smem_bytes(72, 32, 32), 4 * (32 * 72 + 32 * 76 + 32 * 32));
+  assert_int_equal(kiln_cuda_flash_smem_bytes(68, 32, 32), 4 * (32 * 68 + 32 * 68 + 32 * 32));
+  assert_true(kiln_cuda_flash_smem_bytes(256, flash_tiles[0].bq, flash_tiles[0].bk) <=
+              227u * 1024u); /* sm_90's opt-in limit a block */
+  assert_true(kiln_cuda_flash_smem_bytes(256, flash_tiles[1].bq, flash_tiles[1].bk) <=
+              99u * 1024u); /* sm_120's */
+  free(g);
+  free(g2);
+  kiln_kcache_close(kc);
+}
+
 /* The kernels' step-block indices are cuda_step.h's; every template that
  * reads the block declares it as its runtime `step` pointer, and none
  * takes a position (pos0, n_kv) as a parameter of its own, baked or not:
@@ -563,6 +685,7 @@ int main(void) {
       cmocka_unit_test(test_every_template_every_arch),
       cmocka_unit_test(test_describe_refuses),
       cmocka_unit_test(test_attention_split),
+      cmocka_unit_test(test_flash_attention),
       cmocka_unit_test(test_step_block_layout),
       cmocka_unit_test(test_xq_scratch_layout),
   };

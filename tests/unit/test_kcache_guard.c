@@ -8,8 +8,9 @@
  * RMSNorm's ε, the q/k L2 norms' ε, RoPE θ, a rotary section, a delta-rule
  * head dim, the conv width, the chunk size, a matvec_q matrix's way of reading
  * its weight (load0), its sets of rows per block, the split decode attention's
- * split count (n_split) and its GQA ratio (n_head_kv) — where it must fail
- * (XFAIL), proving the guard goes red for each. */
+ * split count (n_split) and its GQA ratio (n_head_kv), every baked parameter
+ * of the flash prefill attention (head_dim, n_head, n_head_kv, scale, bq, bk,
+ * warps) — where it must fail (XFAIL), proving the guard goes red for each. */
 #include "config.h"
 
 #include <setjmp.h>
@@ -83,6 +84,11 @@ static const sample samples[] = {
     /* attention_split, attention_merge: 28/2 and 14/7 heads give groups of
      * 14, 7, 4 and 2, each within the split kernel's registers at head_dim 128 */
     {"n_split", KILN_KPARAM_I64, {16, 5}, {NULL, NULL}},
+    /* flash_attention: tiles of 32 or 64 query rows and keys; with warps
+     * 4 or 8 that is 4..16 rows a warp, within its registers at head_dim
+     * 128 and 64 */
+    {"bq", KILN_KPARAM_I64, {64, 32}, {NULL, NULL}},
+    {"bk", KILN_KPARAM_I64, {64, 32}, {NULL, NULL}},
     /* slice */
     {"width", KILN_KPARAM_I64, {4096, 2048}, {NULL, NULL}},
     {"offset", KILN_KPARAM_I64, {0, 64}, {NULL, NULL}},
