@@ -1,7 +1,8 @@
 /* GET_ROWS, ROPE, ATTENTION (both kernels: one block per head, and the
  * split-KV decode pair), STORE_KV, SWIGLU and ADD nodes -> descriptors.
  * RoPE's mode, n_rot, head_dim, n_head and θ and attention's head_dim,
- * head counts and scale are the node's own params, bit-exact. */
+ * head counts and scale are the node's own params, bit-exact; attention's
+ * and store_kv's kv_type is the cache tensors' own type. */
 #include "config.h"
 
 #include "kernel_templates.h"
@@ -89,6 +90,7 @@ kiln_status kiln_cuda_attention_describe(const kiln_host_api *host, kiln_kcompil
   if (!st) st = host->kdesc_set_i64(d, "n_head_kv", p->n_head_kv);
   if (!st) st = host->kdesc_set_f32(d, "scale", p->scale);
   if (!st) st = host->kdesc_set_i64(d, "warps", warps);
+  if (!st) st = host->kdesc_set_dtype(d, "kv_type", node->src[1]->type);
   return kiln_cuda_describe_finish(host, st, d, node, out_desc);
 }
 
@@ -148,6 +150,7 @@ kiln_status kiln_cuda_attention_split_describe(const kiln_host_api *host,
   if (!st) st = host->kdesc_set_f32(d, "scale", p->scale);
   if (!st) st = host->kdesc_set_i64(d, "warps", warps);
   if (!st) st = host->kdesc_set_i64(d, "n_split", n_split);
+  if (!st) st = host->kdesc_set_dtype(d, "kv_type", node->src[1]->type);
   return kiln_cuda_describe_finish(host, st, d, node, out_desc);
 }
 
@@ -173,6 +176,7 @@ kiln_status kiln_cuda_store_kv_describe(const kiln_host_api *host, kiln_kcompile
   kiln_kdesc *d = NULL;
   KILN_RETURN_IF_ERROR(host->kdesc_new(compiler, KILN_CUDA_T_STORE_KV, &d));
   kiln_status st = host->kdesc_set_i64(d, "width", node->dst->ne[0]);
+  if (!st) st = host->kdesc_set_dtype(d, "kv_type", node->dst->type);
   if (!st) st = host->kdesc_set_i64(d, "block_size", block_size);
   return kiln_cuda_describe_finish(host, st, d, node, out_desc);
 }
