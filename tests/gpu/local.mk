@@ -9,7 +9,7 @@ tests_gpu_libkilngputest_la_CFLAGS = $(TEST_CFLAGS)
 
 kiln_gpu_tests = tests/gpu/test_gpu_ops tests/gpu/test_gpu_rmsnorm tests/gpu/test_gpu_golden \
 	tests/gpu/test_gpu_qwen35 tests/gpu/test_gpu_bounds tests/gpu/test_gpu_matvec_q \
-	tests/gpu/test_gpu_attention
+	tests/gpu/test_gpu_attention tests/gpu/test_gpu_kv_types
 check_PROGRAMS += $(kiln_gpu_tests)
 TESTS += $(kiln_gpu_tests)
 kiln_gpu_test_libs = tests/gpu/libkilngputest.la $(TEST_LIBS)
@@ -34,6 +34,10 @@ $(tests_gpu_test_gpu_qwen35_OBJECTS): cli/kiln$(EXEEXT)
 tests_gpu_test_gpu_bounds_SOURCES = tests/gpu/test_gpu_bounds.c
 tests_gpu_test_gpu_bounds_CFLAGS = $(TEST_CFLAGS)
 tests_gpu_test_gpu_bounds_LDADD = $(kiln_gpu_test_libs)
+
+tests_gpu_test_gpu_kv_types_SOURCES = tests/gpu/test_gpu_kv_types.c
+tests_gpu_test_gpu_kv_types_CFLAGS = $(TEST_CFLAGS)
+tests_gpu_test_gpu_kv_types_LDADD = $(kiln_gpu_test_libs)
 
 tests_gpu_test_gpu_matvec_q_SOURCES = tests/gpu/test_gpu_matvec_q.c
 tests_gpu_test_gpu_matvec_q_CFLAGS = $(TEST_CFLAGS)
