@@ -547,6 +547,7 @@ static const kiln_ktemplate swiglu_q = {
 static const char rope_store_source[] =
 #include "step_block.cuh.inc"
 #include "rope_common.cuh.inc"
+#include "kv_type.cuh.inc"
 #include "rope_store.cu.inc"
     ;
 
@@ -557,20 +558,22 @@ static const kiln_kparam_decl rope_store_params[] = {
     {"theta", KILN_KPARAM_F32, KILN_KPARAM_BAKED, "RoPE base (rope.freq_base), bit-exact"},
     {"n_head", KILN_KPARAM_I64, KILN_KPARAM_BAKED, "query heads (the Q RoPE's n_head)"},
     {"n_head_kv", KILN_KPARAM_I64, KILN_KPARAM_BAKED, "key/value heads (the K RoPE's n_head)"},
+    {"kv_type", KILN_KPARAM_DTYPE, KILN_KPARAM_BAKED,
+     "the K/V caches' element type: F32|F16|BF16 (a Q8_0 cache is not fused)"},
     BLOCK_SIZE_PARAM,
     {"q", KILN_KPARAM_PTR, KILN_KPARAM_RUNTIME, "f32 [head_dim * n_head, n_tokens]"},
     {"qo", KILN_KPARAM_PTR, KILN_KPARAM_RUNTIME, "rotated q; may be q"},
     {"k", KILN_KPARAM_PTR, KILN_KPARAM_RUNTIME, "f32 [head_dim * n_head_kv, n_tokens]"},
     {"ko", KILN_KPARAM_PTR, KILN_KPARAM_RUNTIME, "rotated k; may be k"},
-    {"k_cache", KILN_KPARAM_PTR, KILN_KPARAM_RUNTIME, "f32 K cache [head_dim * n_head_kv, n_ctx]"},
+    {"k_cache", KILN_KPARAM_PTR, KILN_KPARAM_RUNTIME, "kv_type K cache [head_dim * n_head_kv, n_ctx]"},
     {"v", KILN_KPARAM_PTR, KILN_KPARAM_RUNTIME, "f32 [head_dim * n_head_kv, n_tokens]"},
-    {"v_cache", KILN_KPARAM_PTR, KILN_KPARAM_RUNTIME, "f32 V cache, shaped like the K cache"},
+    {"v_cache", KILN_KPARAM_PTR, KILN_KPARAM_RUNTIME, "kv_type V cache, shaped like the K cache"},
     STEP_PARAM,
 };
 
 static const kiln_ktemplate rope_store = {
     .name = KILN_CUDA_T_ROPE_STORE,
-    .version = 1,
+    .version = 2,
     .entry = "kiln_rope_store",
     .source = rope_store_source,
     .params = rope_store_params,

@@ -53,7 +53,8 @@ kiln_status kiln_cuda_rope_describe(const kiln_host_api *host, kiln_kcompiler *c
 
 kiln_status kiln_cuda_rope_store_describe(const kiln_host_api *host, kiln_kcompiler *compiler,
                                           const kiln_rope_params *q, const kiln_node *k,
-                                          uint32_t block_size, kiln_kdesc **out_desc) {
+                                          kiln_type kv_type, uint32_t block_size,
+                                          kiln_kdesc **out_desc) {
   KILN_RETURN_IF_ERROR(kiln_cuda_node_check(host, k));
   KILN_RETURN_IF_ERROR(want_op(host, k, KILN_OP_ROPE, KILN_OP_ROPE));
   KILN_RETURN_IF_ERROR(kiln_cuda_describe_check_threads(host, k, "block_size", block_size, 32, 1024, true));
@@ -62,6 +63,11 @@ kiln_status kiln_cuda_rope_store_describe(const kiln_host_api *host, kiln_kcompi
       kiln_f32_to_bits(q->theta) != kiln_f32_to_bits(p->theta) || q->n_head < 1)
     return kiln_node_error(host, KILN_STATUS_INVALID_ARGUMENT, k,
                            "rope_store needs Q and K RoPEs that differ only in their heads");
+  if (kv_type != KILN_TYPE_F32 && kv_type != KILN_TYPE_F16 && kv_type != KILN_TYPE_BF16)
+    return kiln_node_error(host, KILN_STATUS_UNSUPPORTED, k,
+                           "rope_store writes F32, F16 or BF16 caches, not %s (store_kv quantizes "
+                           "Q8_0 blocks)",
+                           kiln_type_name(kv_type));
   kiln_kdesc *d = NULL;
   KILN_RETURN_IF_ERROR(host->kdesc_new(compiler, KILN_CUDA_T_ROPE_STORE, &d));
   kiln_status st = host->kdesc_set_str(d, "mode", p->mode == KILN_ROPE_NEOX ? "NEOX" : "NORM");
@@ -70,6 +76,7 @@ kiln_status kiln_cuda_rope_store_describe(const kiln_host_api *host, kiln_kcompi
   if (!st) st = host->kdesc_set_f32(d, "theta", p->theta);
   if (!st) st = host->kdesc_set_i64(d, "n_head", q->n_head);
   if (!st) st = host->kdesc_set_i64(d, "n_head_kv", p->n_head);
+  if (!st) st = host->kdesc_set_dtype(d, "kv_type", kv_type);
   if (!st) st = host->kdesc_set_i64(d, "block_size", block_size);
   return kiln_cuda_describe_finish(host, st, d, k, out_desc);
 }

@@ -221,12 +221,15 @@ kiln_status kiln_cuda_swiglu_q_describe(const kiln_host_api *host, kiln_kcompile
 
 /* rope_store for ROPE node q (the query heads) and ROPE node k (the key
  * heads: the same mode, n_rot, head_dim and theta, its n_head the KV
- * heads); node k names the errors. Grid (n_tokens, any); arguments (q, qo,
- * k, ko, k_cache, v, v_cache, step). KILN_STATUS_INVALID_ARGUMENT when the
- * two RoPEs differ in more than their heads. */
+ * heads), writing caches of kv_type (the two STORE_KV nodes' caches);
+ * node k names the errors. Grid (n_tokens, any); arguments (q, qo, k, ko,
+ * k_cache, v, v_cache, step). KILN_STATUS_INVALID_ARGUMENT when the two
+ * RoPEs differ in more than their heads, KILN_STATUS_UNSUPPORTED for a
+ * kv_type other than F32, F16, BF16. */
 kiln_status kiln_cuda_rope_store_describe(const kiln_host_api *host, kiln_kcompiler *compiler,
                                           const kiln_rope_params *q, const kiln_node *k,
-                                          uint32_t block_size, kiln_kdesc **out_desc);
+                                          kiln_type kv_type, uint32_t block_size,
+                                          kiln_kdesc **out_desc);
 
 /* kcache_get for d, then kdesc_free(d) whatever the outcome; errors are
  * annotated with the node. */

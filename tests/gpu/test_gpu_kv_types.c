@@ -40,9 +40,10 @@ static const char *const kv_names[] = {"f32", "f16", "bf16", "q8_0"};
 /* Same KV type, GPU against cpu:f64: the caches hold the same values but
  * where a K/V value computed in f32 on the GPU and in f64 on cpu falls on
  * either side of a rounding boundary of the type (a Q8_0 quant, an f16 ulp). */
-static const double same_tol[N_KV] = {1e-5, 2e-4, 1e-3, 2e-3};
-/* Against cpu:f64 with f32 KV: test_kv_cache's limits for the type. */
-static const double cross_tol[N_KV] = {1e-5, 2e-3, 1.5e-2, 5e-2};
+static const double same_tol[N_KV] = {5e-5, 2e-4, 1e-3, 2e-3};
+/* Against cpu:f64 with f32 KV: test_kv_cache's limits for the typed caches; for
+ * f32 KV, the GPU's f32 arithmetic alone. */
+static const double cross_tol[N_KV] = {5e-5, 2e-3, 1.5e-2, 5e-2};
 /* The first layer's caches against cpu's of the same type. */
 static const double cache_tol[N_KV] = {1e-5, 1e-3, 4e-3, 1e-2};
 

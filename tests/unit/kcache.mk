@@ -75,8 +75,8 @@ tests_unit_test_kcache_guard_drop_LDADD = backends/cuda-common/libkilncudacommon
 # n_split and n_head_kv (its GQA ratio), each checked in attention_split
 # alone (KILN_KCACHE_TEST_DROP_TEMPLATE: attention and rope_store bake
 # n_head_kv too, and would go red first), n_split in attention_merge, and
-# the KV cache's type (kv_type) in each of store_kv, attention and
-# attention_split alone.
+# the KV cache's type (kv_type) in each of store_kv, attention,
+# attention_split and rope_store alone.
 # Each checks only the templates declaring its parameter (test_kcache_guard.c).
 kcache_guard_drop_sources = tests/unit/test_kcache_guard.c $(kcache_testhost) core/src/base/status.c \
 	$(kiln_kcache_sources)
@@ -88,7 +88,8 @@ kcache_guard_drop_more = tests/unit/test_kcache_guard_drop_l2_eps tests/unit/tes
 	tests/unit/test_kcache_guard_drop_load0 tests/unit/test_kcache_guard_drop_groups_per_block \
 	tests/unit/test_kcache_guard_drop_n_split tests/unit/test_kcache_guard_drop_n_head_kv \
 	tests/unit/test_kcache_guard_drop_n_split_merge tests/unit/test_kcache_guard_drop_kv_store \
-	tests/unit/test_kcache_guard_drop_kv_attention tests/unit/test_kcache_guard_drop_kv_split
+	tests/unit/test_kcache_guard_drop_kv_attention tests/unit/test_kcache_guard_drop_kv_split \
+	tests/unit/test_kcache_guard_drop_kv_rope_store
 check_PROGRAMS += $(kcache_guard_drop_more)
 TESTS += $(kcache_guard_drop_more)
 XFAIL_TESTS += $(kcache_guard_drop_more)
@@ -154,4 +155,9 @@ tests_unit_test_kcache_guard_drop_kv_split_CPPFLAGS = $(kcache_cuda_cppflags) -D
 	-DKILN_KCACHE_TEST_DROP_TEMPLATE='"attention_split"'
 tests_unit_test_kcache_guard_drop_kv_split_CFLAGS = $(kcache_guard_drop_cflags)
 tests_unit_test_kcache_guard_drop_kv_split_LDADD = $(kcache_guard_drop_libs)
+tests_unit_test_kcache_guard_drop_kv_rope_store_SOURCES = $(kcache_guard_drop_sources)
+tests_unit_test_kcache_guard_drop_kv_rope_store_CPPFLAGS = $(kcache_cuda_cppflags) -DKILN_KCACHE_TEST_DROP_PARAM='"kv_type"' \
+	-DKILN_KCACHE_TEST_DROP_TEMPLATE='"rope_store"'
+tests_unit_test_kcache_guard_drop_kv_rope_store_CFLAGS = $(kcache_guard_drop_cflags)
+tests_unit_test_kcache_guard_drop_kv_rope_store_LDADD = $(kcache_guard_drop_libs)
 endif

@@ -157,8 +157,13 @@ static void compile_fused(kiln_kcompiler *c, nodes *g, const char *arch) {
   rk.src[0] = rk.dst = &g->k;
   rk.p.rope.n_head = (int32_t)(g->k.ne[0] / rk.p.rope.head_dim);
   snprintf(rk.name, sizeof rk.name, "blk.0.rope_k");
-  KT_ASSERT_OK(kiln_cuda_rope_store_describe(h, c, &g->rope.p.rope, &rk, 128, &d));
-  check_kernel(d, &rk, arch);
+  static const kiln_type rs_kv[] = {KILN_TYPE_F32, KILN_TYPE_F16, KILN_TYPE_BF16};
+  for (size_t t = 0; t < sizeof rs_kv / sizeof rs_kv[0]; t++) {
+    KT_ASSERT_OK(kiln_cuda_rope_store_describe(h, c, &g->rope.p.rope, &rk, rs_kv[t], 128, &d));
+    check_kernel(d, &rk, arch);
+  }
+  KT_ASSERT_ERR(kiln_cuda_rope_store_describe(h, c, &g->rope.p.rope, &rk, KILN_TYPE_Q8_0, 128, &d),
+                KILN_STATUS_UNSUPPORTED, "rope_store writes F32, F16 or BF16 caches, not Q8_0");
   for (int add = 0; add < 2; add++) {
     KT_ASSERT_OK(kiln_cuda_add_rmsnorm_describe(h, c, &g->rms_norm, add, KILN_CUDA_QUANT_NONE,
                                                 g->rms_norm.src[1]->ne[0] > 2048 ? 1024 : 128, &d));

@@ -366,10 +366,50 @@ static void test_first_layer_caches(void **state) {
   kiln_model_free(m);
 }
 
+/* [kv_cache] type is declared with its four values; anything else is an
+ * error naming the file, the line and the key. */
+static void test_config_key(void **state) {
+  (void)state;
+  char path[4200];
+  snprintf(path, sizeof path, "%s/kv.ini", dir);
+  static const char bad[] = "[kv_cache]\n; a comment\ntype = q4_0\n";
+  assert_true(kt_write_file(path, bad, sizeof bad - 1));
+  kiln_config *c;
+  KT_ASSERT_OK(kiln_config_new(&c));
+  KT_ASSERT_OK(kiln_config_load_file(c, path));
+  kiln_status st = kiln_config_validate(c, false);
+  assert_non_null(st);
+  const char *msg = kiln_status_message(st);
+  printf("%s\n", msg);
+  char want[4300];
+  snprintf(want, sizeof want, "%s:3: [kv_cache] type", path);
+  assert_non_null(strstr(msg, want));
+  assert_non_null(strstr(msg, "q4_0"));
+  kiln_status_free(st);
+  kiln_config_free(c);
+  for (int t = 0; t < 4; t++) {
+    char good[64];
+    const int n = snprintf(good, sizeof good, "[kv_cache]\ntype = %s\n", type_names[t]);
+    assert_true(kt_write_file(path, good, (size_t)n));
+    KT_ASSERT_OK(kiln_config_new(&c));
+    KT_ASSERT_OK(kiln_config_load_file(c, path));
+    KT_ASSERT_OK(kiln_config_validate(c, false));
+    assert_string_equal(kiln_config_get_str(kiln_config_section_get(c, "kv_cache"), "type"), type_names[t]);
+    kiln_type ty;
+    assert_int_equal(kiln_kv_type_parse(type_names[t], &ty), 0);
+    assert_int_equal(ty, types[t]);
+    kiln_config_free(c);
+  }
+  KT_ASSERT_OK(kiln_config_new(&c)); /* the default */
+  assert_string_equal(kiln_config_get_str(kiln_config_section_get(c, "kv_cache"), "type"), "f32");
+  kiln_config_free(c);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_q8_0_matches_reference),
       cmocka_unit_test(test_half_rows_round_trip),
+      cmocka_unit_test(test_config_key),
       cmocka_unit_test(test_first_layer_caches),
       cmocka_unit_test(test_logits_synth),
       cmocka_unit_test(test_logits_stories),
