@@ -99,6 +99,16 @@ tests_unit_test_attention_host_CXXFLAGS = $(CMOCKA_CFLAGS) -I$(top_srcdir)/tests
 	-Wall -Wextra -Wno-unknown-pragmas -Wno-unused-parameter
 tests_unit_test_attention_host_LDADD = $(kiln_gpu_test_libs)
 
+# store_kv's typed writes (F16, BF16, Q8_0) on the host, the same way.
+check_PROGRAMS += tests/unit/test_store_kv_host
+TESTS += tests/unit/test_store_kv_host
+tests_unit_test_store_kv_host_SOURCES = tests/unit/test_store_kv_host.cc tests/unit/cuda_block_emu.h
+tests_unit_test_store_kv_host_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/tests/gpu \
+	-I$(top_srcdir)/backends/cuda-common/kernels
+tests_unit_test_store_kv_host_CXXFLAGS = $(CMOCKA_CFLAGS) -I$(top_srcdir)/tests -std=gnu++17 \
+	-Wall -Wextra -Wno-unknown-pragmas -Wno-unused-parameter
+tests_unit_test_store_kv_host_LDADD = $(kiln_gpu_test_libs)
+
 # CI-side checks of the CUDA code that need no device: the plugins load
 # and report themselves (libkiln only, through the loader), and every
 # template compiles with NVRTC for sm_90 / sm_120 / sm_121.
