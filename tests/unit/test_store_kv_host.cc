@@ -7,7 +7,11 @@
  * against), the cache outside those columns untouched. Grids smaller and
  * larger than the work (the kernel's grid-stride loops, one warp per Q8_0
  * block), widths of one block and of several, values from 1e-6 to 1e4, a
- * zero block. No GPU needed. */
+ * zero block. And rope_store (rope_store.cu.tmpl, the fused decode RoPE
+ * and K/V stores) with F16 and BF16 caches: its cache rows must be exactly
+ * the F32 variant's rows (the same kernel, the same rotation) converted by
+ * kiln_kv_store_row, its rotated q and k identical, other cache rows
+ * untouched. No GPU needed. */
 #include "config.h"
 
 #include <math.h>
@@ -98,6 +102,122 @@ static const char *run(unsigned grid, const float *src, unsigned char *cache, co
 #undef KILN_BLOCK
 #undef KILN_KV_BYTES
 
+/* rope_store: NEOX, 4 query and 2 KV heads of 64, rotating 48 (16 pass
+ * through), θ 1e6; one kernel per cache type. */
+typedef const char *(*rope_store_fn)(unsigned gy, const float *q, float *qo, const float *k, float *ko,
+                                     unsigned char *kc, const float *v, unsigned char *vc, const int *step);
+#define KILN_ROPE_NEOX 1
+#define KILN_N_ROT 48
+#define KILN_HEAD_DIM 64
+#define KILN_THETA 1000000.0f
+#define KILN_N_HEAD 4
+#define KILN_N_HEAD_KV 2
+#define KILN_BLOCK 64
+#define KILN_ROPE_STORE_NS(ns)                                                                     \
+  static const char *run(unsigned gy, const float *q, float *qo, const float *k, float *ko,        \
+                         unsigned char *kc, const float *v, unsigned char *vc, const int *step) {  \
+    return kiln_emu::launch(kiln_emu_dim3{1, gy, 1}, KILN_BLOCK,                                   \
+                            [&] { kiln_rope_store(q, qo, k, ko, kc, v, vc, step); });               \
+  }
+#define KILN_KV_F32 1
+#define kiln_rope_store rs_f32_store
+namespace rs_f32 {
+#include "rope_common.cuh.tmpl"
+#include "kv_type.cuh.tmpl"
+#include "rope_store.cu.tmpl"
+KILN_ROPE_STORE_NS(rs_f32)
+}
+#undef kiln_rope_store
+#undef KILN_KV_F32
+#undef KILN_KV_BYTES
+#undef KILN_HALF
+#undef KILN_KVW
+#undef KILN_NQ
+#undef KILN_NK
+#define KILN_KV_F16 1
+#define kiln_rope_store rs_f16_store
+namespace rs_f16 {
+#include "rope_common.cuh.tmpl"
+#include "kv_type.cuh.tmpl"
+#include "rope_store.cu.tmpl"
+KILN_ROPE_STORE_NS(rs_f16)
+}
+#undef kiln_rope_store
+#undef KILN_KV_F16
+#undef KILN_KV_BYTES
+#undef KILN_HALF
+#undef KILN_KVW
+#undef KILN_NQ
+#undef KILN_NK
+#define KILN_KV_BF16 1
+#define kiln_rope_store rs_bf16_store
+namespace rs_bf16 {
+#include "rope_common.cuh.tmpl"
+#include "kv_type.cuh.tmpl"
+#include "rope_store.cu.tmpl"
+KILN_ROPE_STORE_NS(rs_bf16)
+}
+#undef kiln_rope_store
+#undef KILN_KV_BF16
+#undef KILN_KV_BYTES
+
+static void test_rope_store_types(void **state) {
+  (void)state;
+  const int qw = KILN_N_HEAD * KILN_HEAD_DIM, kvw = KILN_N_HEAD_KV * KILN_HEAD_DIM, n_ctx = 40;
+  const int pos0 = 29; /* a decode pass: one token */
+  const int step[8] = {pos0, 1, pos0 + 1, 0, 0, 0, 0, 0};
+  kg_rng r = kg_rng_new(99);
+  float *q = (float *)kg_alloc(qw * sizeof(float)), *k = (float *)kg_alloc(kvw * sizeof(float));
+  float *v = (float *)kg_alloc(kvw * sizeof(float));
+  kg_fill(&r, q, qw, -3, 3);
+  kg_fill(&r, k, kvw, -3, 3);
+  kg_fill(&r, v, kvw, -2, 2);
+  float qo32[4 * 64], ko32[2 * 64];
+  unsigned char *kc32 = (unsigned char *)kg_alloc((size_t)kvw * 4 * n_ctx);
+  unsigned char *vc32 = (unsigned char *)kg_alloc((size_t)kvw * 4 * n_ctx);
+  memset(kc32, 0, (size_t)kvw * 4 * n_ctx);
+  memset(vc32, 0, (size_t)kvw * 4 * n_ctx);
+  const char *err = rs_f32::run(3, q, qo32, k, ko32, kc32, v, vc32, step);
+  assert_null(err);
+  /* the f32 kernel: the K cache's column is the rotated k, the V cache's v */
+  assert_memory_equal(kc32 + (size_t)pos0 * kvw * 4, ko32, sizeof ko32);
+  assert_memory_equal(vc32 + (size_t)pos0 * kvw * 4, v, (size_t)kvw * 4);
+  static const rope_store_fn fns[] = {rs_f16::run, rs_bf16::run};
+  static const kiln_type types[] = {KILN_TYPE_F16, KILN_TYPE_BF16};
+  int bad = 0;
+  for (int t = 0; t < 2; t++) {
+    const int64_t rb = kiln_type_row_bytes(types[t], kvw);
+    unsigned char *kc = (unsigned char *)kg_alloc((size_t)(rb * n_ctx)), *vc = (unsigned char *)kg_alloc((size_t)(rb * n_ctx));
+    unsigned char *want = (unsigned char *)kg_alloc((size_t)rb);
+    memset(kc, 0xa5, (size_t)(rb * n_ctx));
+    memset(vc, 0xa5, (size_t)(rb * n_ctx));
+    float qo[4 * 64], ko[2 * 64];
+    for (unsigned gy = 1; gy <= 3; gy += 2) {
+      assert_null(fns[t](gy, q, qo, k, ko, kc, v, vc, step));
+      int64_t diff = memcmp(qo, qo32, sizeof qo) != 0 || memcmp(ko, ko32, sizeof ko) != 0;
+      for (int c = 0; c < 2; c++) {
+        const unsigned char *got = c ? vc : kc;
+        kiln_kv_store_row(types[t], (const float *)((c ? vc32 : kc32) + (size_t)pos0 * kvw * 4), want, kvw);
+        for (int64_t i = 0; i < rb; i++) diff += got[pos0 * rb + i] != want[i];
+        for (int64_t i = 0; i < rb * n_ctx; i++)
+          if ((i < pos0 * rb || i >= (pos0 + 1) * rb) && got[i] != 0xa5) diff++;
+      }
+      printf("  rope_store %s grid.y %u: %lld bytes differ from the f32 kernel's converted%s\n",
+             kiln_type_name(types[t]), gy, (long long)diff, diff ? "  FAIL" : "");
+      bad += diff != 0;
+    }
+    free(kc);
+    free(vc);
+    free(want);
+  }
+  free(q);
+  free(k);
+  free(v);
+  free(kc32);
+  free(vc32);
+  assert_int_equal(bad, 0);
+}
+
 struct kernel {
   const char *name;
   int type, width;
@@ -164,6 +284,7 @@ static void test_store_kv_types(void **state) {
 }
 
 int main(void) {
-  const struct CMUnitTest tests[] = {cmocka_unit_test(test_store_kv_types)};
+  const struct CMUnitTest tests[] = {cmocka_unit_test(test_store_kv_types),
+                                     cmocka_unit_test(test_rope_store_types)};
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
