@@ -40,6 +40,7 @@ kilninclude_HEADERS += \
 	core/include/kiln/status.h \
 	core/include/kiln/types.h \
 	core/include/kiln/half.h \
+	core/include/kiln/kv_cache.h \
 	core/include/kiln/graph.h \
 	core/include/kiln/config_schema.h \
 	core/include/kiln/plugin.h \

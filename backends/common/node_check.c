@@ -8,6 +8,7 @@
 #include <math.h>
 #include <stdio.h>
 
+#include "kiln/kv_cache.h"
 #include "node_check.h"
 
 kiln_status kiln_node_verror(const kiln_host_api *host, kiln_status_code code,
@@ -87,6 +88,27 @@ static kiln_status check_f32(const kiln_host_api *host, const kiln_node *node, c
     return BAD("%s '%.*s' [%lld, %lld] F32 needs %llu bytes, nbytes is %llu", what,
                KILN_NAME_MAX, t->name, (long long)t->ne[0], (long long)t->ne[1],
                (unsigned long long)need, (unsigned long long)t->nbytes);
+  return NULL;
+}
+
+/* A KV cache: [ne0, ne1] of a KV type (kiln/kv_cache.h), ne0 whole blocks
+ * of it, nbytes covering every position's row. */
+static kiln_status check_kv_cache(const kiln_host_api *host, const kiln_node *node, const char *what,
+                                  const kiln_tensor *t) {
+  KILN_RETURN_IF_ERROR(check_dims(host, node, what, t));
+  if (!kiln_kv_type_ok(t->type))
+    return BAD("%s '%.*s' has type %s (id %d); a KV cache is F32, F16, BF16 or Q8_0", what,
+               KILN_NAME_MAX, t->name, kiln_type_name(t->type), (int)t->type);
+  const int64_t rb = kiln_type_row_bytes(t->type, t->ne[0]);
+  if (rb < 0)
+    return BAD("%s '%.*s' width %lld is not a whole number of %s blocks of %lld", what,
+               KILN_NAME_MAX, t->name, (long long)t->ne[0], kiln_type_name(t->type),
+               (long long)kiln_type_block_size(t->type));
+  uint64_t need = (uint64_t)rb * (uint64_t)t->ne[1];
+  if (t->nbytes < need)
+    return BAD("%s '%.*s' [%lld, %lld] %s needs %llu bytes, nbytes is %llu", what,
+               KILN_NAME_MAX, t->name, (long long)t->ne[0], (long long)t->ne[1],
+               kiln_type_name(t->type), (unsigned long long)need, (unsigned long long)t->nbytes);
   return NULL;
 }
 
@@ -210,7 +232,7 @@ static kiln_status check_rope(const kiln_host_api *host, const kiln_node *node) 
 static kiln_status check_store_kv(const kiln_host_api *host, const kiln_node *node) {
   const kiln_tensor *x = node->src[0], *cache = node->dst;
   KILN_RETURN_IF_ERROR(check_f32(host, node, "src0", x));
-  KILN_RETURN_IF_ERROR(check_f32(host, node, "KV cache dst", cache));
+  KILN_RETURN_IF_ERROR(check_kv_cache(host, node, "KV cache dst", cache));
   return same_width(host, node, "KV cache dst", cache, "src0", x);
 }
 
@@ -218,8 +240,11 @@ static kiln_status check_attention(const kiln_host_api *host, const kiln_node *n
   const kiln_tensor *q = node->src[0], *k = node->src[1], *v = node->src[2], *dst = node->dst;
   const kiln_attention_params *p = &node->p.attention;
   KILN_RETURN_IF_ERROR(check_f32(host, node, "Q src0", q));
-  KILN_RETURN_IF_ERROR(check_f32(host, node, "K cache src1", k));
-  KILN_RETURN_IF_ERROR(check_f32(host, node, "V cache src2", v));
+  KILN_RETURN_IF_ERROR(check_kv_cache(host, node, "K cache src1", k));
+  KILN_RETURN_IF_ERROR(check_kv_cache(host, node, "V cache src2", v));
+  if (k->type != v->type)
+    return BAD("K cache is %s but V cache %s; both have the one KV type", kiln_type_name(k->type),
+               kiln_type_name(v->type));
   KILN_RETURN_IF_ERROR(check_f32(host, node, "dst", dst));
   if (p->head_dim < 1 || p->n_head < 1 || p->n_head_kv < 1)
     return BAD("head_dim %d, n_head %d and n_head_kv %d must be >= 1", (int)p->head_dim,
@@ -235,6 +260,9 @@ static kiln_status check_attention(const kiln_host_api *host, const kiln_node *n
                (int)p->head_dim, (int)p->n_head_kv, (long long)p->head_dim * p->n_head_kv,
                (long long)k->ne[0]);
   KILN_RETURN_IF_ERROR(same_width(host, node, "V cache src2", v, "K cache src1", k));
+  if (p->head_dim % kiln_type_block_size(k->type) != 0)
+    return BAD("head_dim %d is not a multiple of the %s KV cache's block of %lld values",
+               (int)p->head_dim, kiln_type_name(k->type), (long long)kiln_type_block_size(k->type));
   if (v->ne[1] != k->ne[1])
     return BAD("K cache holds %lld positions but V cache %lld", (long long)k->ne[1],
                (long long)v->ne[1]);

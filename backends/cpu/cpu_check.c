@@ -7,6 +7,7 @@
 
 #include <string.h>
 
+#include "kiln/kv_cache.h"
 #include "kiln/plugin.h"
 
 #include "cpu_ops.h"
@@ -27,6 +28,13 @@ static const char weight_types[] = "F32, F16, BF16, Q4_0, Q5_0, Q8_0, Q4_K or Q6
 static kiln_status want_f32(const cpu_ctx *ctx, const kiln_node *node, const char *what,
                             const kiln_tensor *t) {
   if (t && t->type != KILN_TYPE_F32) return type_unsupported(ctx, node, what, t, "F32");
+  return NULL;
+}
+
+/* A present KV cache must be of a KV type (kiln/kv_cache.h). */
+static kiln_status want_kv(const cpu_ctx *ctx, const kiln_node *node, const char *what,
+                           const kiln_tensor *t) {
+  if (t && !kiln_kv_type_ok(t->type)) return type_unsupported(ctx, node, what, t, "F32, F16, BF16 or Q8_0");
   return NULL;
 }
 
@@ -79,7 +87,13 @@ kiln_status cpu_node_supports(const cpu_ctx *ctx, const kiln_node *node) {
       return type_unsupported(ctx, node, "column ids src1", s[1], "I32");
     return want_f32(ctx, node, "dst", node->dst);
   case KILN_OP_STORE_KV:
+    KILN_RETURN_IF_ERROR(want_f32(ctx, node, "src0", s[0]));
+    return want_kv(ctx, node, "KV cache dst", node->dst);
   case KILN_OP_ATTENTION:
+    KILN_RETURN_IF_ERROR(want_f32(ctx, node, "Q src0", s[0]));
+    KILN_RETURN_IF_ERROR(want_kv(ctx, node, "K cache src1", s[1]));
+    KILN_RETURN_IF_ERROR(want_kv(ctx, node, "V cache src2", s[2]));
+    return want_f32(ctx, node, "dst", node->dst);
   case KILN_OP_SWIGLU:
   case KILN_OP_ADD:
   case KILN_OP_SLICE:

@@ -7,10 +7,18 @@
  * (ChatML special tokens in Qwen) gives finite weights instead of inf/inf.
  * At f32 on AVX2 (head_dim a multiple of 8) the dot products and the V sum
  * run in 8-lane FMAs (attn_avx2.c).
- * Threads split the (token, head) pairs; each pair is one worker's alone. */
+ * Threads split the (token, head) pairs; each pair is one worker's alone.
+ * A cache of another KV type (F16, BF16, Q8_0: kiln/kv_cache.h) is read
+ * through f32: for each (token, KV head) a worker converts the n_keys rows
+ * of that head to f32 (kiln_kv_load_row, exactly as ggml dequantizes
+ * them) once for all of the head's GQA query heads, then runs the same
+ * kernels (f64, f32, AVX2) on the converted rows. */
 #include "config.h"
 
 #include <math.h>
+#include <stdint.h>
+
+#include "kiln/kv_cache.h"
 
 #include "cpu_attn.h"
 #include "cpu_dot.h"
@@ -18,7 +26,10 @@
 
 typedef struct attention_task {
   const kiln_attention_params *p;
-  const float *q, *k, *v;
+  const float *q, *k, *v; /* F32 caches */
+  const uint8_t *kt, *vt;  /* caches of another KV type */
+  kiln_type kv_type;
+  int64_t row_bytes;       /* one position of a cache */
   float *y;
   int32_t pos0;
   int64_t T;
@@ -96,10 +107,56 @@ CPU_HOT static void attention_run(void *arg, int ith, int nth) {
   }
 }
 
+/* One (token, head) pair on rows k, v of kv_stride floats. */
+static void attend(const attention_task *a, const float *q, const float *k, const float *v,
+                   int64_t n_keys, int64_t kv_stride, double *scratch, int64_t max_keys, float *y) {
+  if (a->f64)
+    attend_f64(a, q, k, v, n_keys, kv_stride, scratch, scratch + max_keys, y);
+#if CPU_HAVE_AVX2_KERNELS
+  else if (a->avx2)
+    cpu_attend_f32_avx2(q, k, v, n_keys, kv_stride, a->p->head_dim, a->p->scale, (float *)scratch,
+                        (float *)(scratch + max_keys), y);
+#endif
+  else
+    attend_f32(a, q, k, v, n_keys, kv_stride, (float *)scratch, (float *)(scratch + max_keys), y);
+}
+
+/* Typed caches: units are (token, KV head); the head's rows 0 .. n_keys-1
+ * become [head_dim, n_keys] f32 in the worker's scratch after the scores
+ * and accumulators, then every query head of the group attends to them. */
+CPU_HOT static void attention_typed_run(void *arg, int ith, int nth) {
+  const attention_task *a = arg;
+  const int64_t hd = a->p->head_dim, nh = a->p->n_head, nkv = a->p->n_head_kv;
+  const int64_t group = nh / nkv, q_stride = hd * nh;
+  const int64_t max_keys = (int64_t)a->pos0 + a->T;
+  const int64_t head_bytes = kiln_type_row_bytes(a->kv_type, hd);
+  double *scratch = cpu_pool_scratch(a->pool, ith);
+  float *kf = (float *)(scratch + max_keys + hd), *vf = kf + max_keys * hd;
+  long long u0, u1;
+  cpu_split(a->T * nkv, ith, nth, &u0, &u1);
+  for (long long u = u0; u < u1; u++) {
+    const int64_t t = u / nkv, g = u % nkv;
+    const int64_t n_keys = (int64_t)a->pos0 + t + 1; /* causal: positions 0 .. pos0+t */
+    for (int64_t j = 0; j < n_keys; j++) {
+      const int64_t off = j * a->row_bytes + g * head_bytes;
+      kiln_kv_load_row(a->kv_type, a->kt + off, kf + j * hd, hd);
+      kiln_kv_load_row(a->kv_type, a->vt + off, vf + j * hd, hd);
+    }
+    for (int64_t h = g * group; h < (g + 1) * group; h++)
+      attend(a, a->q + t * q_stride + h * hd, kf, vf, n_keys, hd, scratch, max_keys,
+             a->y + t * q_stride + h * hd);
+  }
+}
+
 kiln_status cpu_op_attention(const cpu_ctx *ctx, const kiln_node *node, const cpu_io *io) {
   const kiln_attention_params *p = &node->p.attention;
   const int64_t max_keys = (int64_t)io->pos0 + io->n_tokens;
-  if (cpu_pool_reserve(ctx->pool, (size_t)(max_keys + p->head_dim) * sizeof(double)) != 0)
+  const kiln_type kv_type = node->src[1]->type;
+  /* scores and accumulators (as doubles), then for a typed cache the f32
+   * K and V rows of one KV head */
+  size_t need = (size_t)(max_keys + p->head_dim) * sizeof(double);
+  if (kv_type != KILN_TYPE_F32) need += 2 * (size_t)max_keys * (size_t)p->head_dim * sizeof(float);
+  if (cpu_pool_reserve(ctx->pool, need) != 0)
     return cpu_node_error(ctx, KILN_STATUS_NO_MEMORY, node, "no memory for %lld scores",
                           (long long)max_keys);
   attention_task task = {
@@ -113,7 +170,17 @@ kiln_status cpu_op_attention(const cpu_ctx *ctx, const kiln_node *node, const cp
       .f64 = ctx->precision == CPU_PRECISION_F64,
       .avx2 = ctx->precision == CPU_PRECISION_F32 && ctx->simd == CPU_SIMD_AVX2 && p->head_dim % 8 == 0,
       .pool = ctx->pool,
+      .kt = io->src[1],
+      .vt = io->src[2],
+      .kv_type = kv_type,
+      .row_bytes = kiln_type_row_bytes(kv_type, node->src[1]->ne[0]),
   };
+  if (kv_type != KILN_TYPE_F32) {
+    int64_t units = (int64_t)io->n_tokens * p->n_head_kv;
+    double work = (double)io->n_tokens * p->n_head * (double)max_keys * 2.0 * (double)p->head_dim;
+    cpu_pool_run(ctx->pool, cpu_task_count(ctx, units, work), attention_typed_run, &task);
+    return NULL;
+  }
   int64_t units = (int64_t)io->n_tokens * p->n_head;
   double work = (double)units * (double)max_keys * 2.0 * (double)p->head_dim;
   cpu_pool_run(ctx->pool, cpu_task_count(ctx, units, work), attention_run, &task);

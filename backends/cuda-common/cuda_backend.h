@@ -230,6 +230,7 @@ typedef struct kiln_cuda_node_state {
   kiln_cuda_fn swiglu_q;        /* SWIGLU: with its output quantized */
   kiln_cuda_fn rope_store;      /* ROPE of Q: with the K RoPE after it and both cache stores */
   const kiln_node *rope_k;      /* ROPE of Q: that K RoPE (compared by address only) */
+  kiln_type rope_store_kv;      /* ROPE of Q: the caches' type rope_store was made for */
   /* Profile kinds of the launches above (steps of one token): MUL_MAT:
    * [0] quantize, [1] mvq, [2] the group; RMS_NORM: [0] add_norm, [1]
    * add_norm_q, [2] norm_q; SWIGLU: [0] swiglu_q; ROPE: [0] rope_store. */

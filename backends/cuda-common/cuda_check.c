@@ -5,6 +5,7 @@
  * computes is proven in range here or there. No device is needed. */
 #include "config.h"
 
+#include "kiln/kv_cache.h"
 #include "node_check.h"
 #include "op_describe.h"
 #include "qwen35_describe.h"
@@ -32,6 +33,13 @@ static kiln_status type_unsupported(const kiln_host_api *host, const kiln_node *
 static kiln_status want_f32(const kiln_host_api *host, const kiln_node *node, const char *what,
                             const kiln_tensor *t) {
   if (t && t->type != KILN_TYPE_F32) return type_unsupported(host, node, what, t, "F32");
+  return NULL;
+}
+
+/* A present KV cache must be of a KV type (kiln/kv_cache.h). */
+static kiln_status want_kv(const kiln_host_api *host, const kiln_node *node, const char *what,
+                           const kiln_tensor *t) {
+  if (t && !kiln_kv_type_ok(t->type)) return type_unsupported(host, node, what, t, "F32, F16, BF16 or Q8_0");
   return NULL;
 }
 
@@ -95,9 +103,13 @@ static kiln_status supports_types(const kiln_host_api *host, const kiln_node *no
       return kiln_node_error(host, KILN_STATUS_UNSUPPORTED, node,
                              "head_dim %d is above the attention kernel's %d",
                              (int)node->p.attention.head_dim, KILN_CUDA_MAX_HEAD_DIM);
-    /* its operands are F32 like the ops below */
-    /* fall through */
+    KILN_RETURN_IF_ERROR(want_f32(host, node, "Q src0", s[0]));
+    KILN_RETURN_IF_ERROR(want_kv(host, node, "K cache src1", s[1]));
+    KILN_RETURN_IF_ERROR(want_kv(host, node, "V cache src2", s[2]));
+    return want_f32(host, node, "dst", node->dst);
   case KILN_OP_STORE_KV:
+    KILN_RETURN_IF_ERROR(want_f32(host, node, "src0", s[0]));
+    return want_kv(host, node, "KV cache dst", node->dst);
   case KILN_OP_SWIGLU:
   case KILN_OP_ADD:
     for (int i = 0; i < KILN_MAX_SRC; i++) {

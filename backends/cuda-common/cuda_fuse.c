@@ -6,7 +6,8 @@
  *   RMS_NORM, matvec_q of its output   -> add_rmsnorm without the add, quantizing;
  *   SWIGLU, matvec_q of its output     -> swiglu_q;
  *   2 or 3 matvec_q of one input       -> one matvec_q launch (Q/K/V, gate/up);
- *   ROPE(q), ROPE(k), STORE_KV(k), STORE_KV(v)  -> rope_store (f32 caches).
+ *   ROPE(q), ROPE(k), STORE_KV(k), STORE_KV(v)  -> rope_store (F32, F16 or
+ *                                         BF16 caches: the type it was made for).
  * Every node is bound (checked) as if it ran alone, and writes the same
  * tensors; a node run on its own (the parity observer runs one node per
  * step) simply takes its unfused kernel. */
@@ -160,7 +161,8 @@ static kiln_status fuse_group(kiln_cuda_backend *be, const kiln_step *step, uint
 }
 
 /* ROPE of Q at i, then its K RoPE, the store of the rotated K and a store
- * of V, both into f32 caches of the K heads' width. */
+ * of V, both into caches of the K heads' width and of the type rope_store
+ * was made for. */
 static kiln_status fuse_rope(kiln_cuda_backend *be, const kiln_step *step, uint32_t i,
                              int32_t col, int32_t pos, uint32_t *out_used) {
   const kiln_node *rq = at(step, i), *rk = at(step, i + 1), *sk = at(step, i + 2),
@@ -175,7 +177,7 @@ static kiln_status fuse_rope(kiln_cuda_backend *be, const kiln_step *step, uint3
       sk->op != KILN_OP_STORE_KV || sv->op != KILN_OP_STORE_KV || sk->src[0] != rk->dst)
     return NULL;
   const int64_t kvw = rk->dst->ne[0];
-  if (sk->dst->type != KILN_TYPE_F32 || sv->dst->type != KILN_TYPE_F32 || sk->dst->ne[0] != kvw ||
+  if (sk->dst->type != qs->rope_store_kv || sv->dst->type != qs->rope_store_kv || sk->dst->ne[0] != kvw ||
       sv->dst->ne[0] != kvw || sv->src[0]->ne[0] != kvw)
     return NULL;
   kiln_cuda_bound b[4];

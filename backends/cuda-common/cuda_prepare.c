@@ -401,27 +401,39 @@ static kiln_status prepare_swiglu_fused(kiln_cuda_backend *be, const kiln_node *
   return kiln_cuda_prof_kind_of(be, label, 0, 0, &ns->prof_fused[0]);
 }
 
-/* A ROPE right after another with the same rotation (a layer's K after
- * its Q): rope_store on the first, for run() to use when the two cache
- * stores follow. */
+/* The second of a layer's cache stores (node: STORE_KV of V) right after
+ * ROPE(q), ROPE(k) with the same rotation and the store of the rotated K,
+ * both caches F32, F16 or BF16: rope_store for them on ROPE(q)'s state,
+ * for run() to use when the four nodes come together. Made here, where
+ * the caches' type is known (a Q8_0 cache keeps the separate kernels:
+ * store_kv quantizes whole blocks). */
 static kiln_status prepare_rope_fused(kiln_cuda_backend *be, const kiln_node *node) {
-  if (!be->fuse || node->id < 1) return NULL;
-  kiln_cuda_node_state *prev = &be->states[node->id - 1];
-  const kiln_rope_params *q = &prev->snap.p.rope, *k = &node->p.rope;
-  if (!prev->node || prev->snap.op != KILN_OP_ROPE || q->mode != k->mode ||
-      q->n_rot != k->n_rot || q->head_dim != k->head_dim || q->theta != k->theta)
+  if (!be->fuse || node->id < 3) return NULL;
+  kiln_cuda_node_state *qs = &be->states[node->id - 3];
+  const kiln_cuda_node_state *ks = &be->states[node->id - 2], *ss = &be->states[node->id - 1];
+  if (!qs->node || !ks->node || !ss->node || qs->snap.op != KILN_OP_ROPE ||
+      ks->snap.op != KILN_OP_ROPE || ss->snap.op != KILN_OP_STORE_KV)
+    return NULL;
+  const kiln_rope_params *q = &qs->snap.p.rope, *k = &ks->snap.p.rope;
+  if (q->mode == KILN_ROPE_IMROPE || q->mode != k->mode || q->n_rot != k->n_rot ||
+      q->head_dim != k->head_dim || q->theta != k->theta || ss->node->src[0] != ks->node->dst)
+    return NULL;
+  const kiln_type kv = node->dst->type;
+  if (ss->node->dst->type != kv ||
+      (kv != KILN_TYPE_F32 && kv != KILN_TYPE_F16 && kv != KILN_TYPE_BF16))
     return NULL;
   kiln_kdesc *d = NULL;
   KILN_RETURN_IF_ERROR(
-      kiln_cuda_rope_store_describe(be->host, be->compiler, q, node, ROPE_BLOCK, &d));
+      kiln_cuda_rope_store_describe(be->host, be->compiler, q, ks->node, kv, ROPE_BLOCK, &d));
   kiln_cuda_fn f = {0};
-  KILN_RETURN_IF_ERROR(get_fn(be, d, node, &f.fn));
+  KILN_RETURN_IF_ERROR(get_fn(be, d, ks->node, &f.fn));
   f.block = ROPE_BLOCK;
   char label[sizeof be->prof.kinds[0].label];
   snprintf(label, sizeof label, "rope+store_kv %dx%d [T=1]", (int)q->n_head, (int)k->n_head);
-  KILN_RETURN_IF_ERROR(kiln_cuda_prof_kind_of(be, label, 0, 0, &prev->prof_fused[0]));
-  prev->rope_store = f;
-  prev->rope_k = node;
+  KILN_RETURN_IF_ERROR(kiln_cuda_prof_kind_of(be, label, 0, 0, &qs->prof_fused[0]));
+  qs->rope_store = f;
+  qs->rope_k = ks->node;
+  qs->rope_store_kv = kv;
   return NULL;
 }
 
@@ -466,7 +478,6 @@ kiln_status kiln_cuda_prepare(void *backend, const kiln_node *node) {
     st = kiln_cuda_rope_describe(host, be->compiler, node, ROPE_BLOCK, &d);
     if (!st) st = get_fn(be, d, node, &ns->decode.fn);
     ns->decode.block = ROPE_BLOCK;
-    if (!st) st = prepare_rope_fused(be, node);
     break;
   case KILN_OP_ATTENTION:
     st = prepare_attention_decode(be, node, ns);
@@ -483,6 +494,7 @@ kiln_status kiln_cuda_prepare(void *backend, const kiln_node *node) {
     st = kiln_cuda_store_kv_describe(host, be->compiler, node, ELTWISE_BLOCK, &d);
     if (!st) st = get_fn(be, d, node, &ns->decode.fn);
     ns->decode.block = ELTWISE_BLOCK;
+    if (!st) st = prepare_rope_fused(be, node);
     break;
   case KILN_OP_GET_COLUMNS:
     break; /* device-to-device copies: no kernel */

@@ -12,6 +12,10 @@
 /* Why the kernel cannot take (node, shape), or NULL. */
 static const char *flash_misfit(const kiln_node *node, const kiln_cuda_flash_shape *s) {
   const kiln_attention_params *p = &node->p.attention;
+  for (int c = 1; c <= 2; c++)
+    if (node->src[c] && node->src[c]->type != KILN_TYPE_F32)
+      return "it reads f32 caches only (a [kv_cache] type of f16, bf16 or q8_0 takes the "
+             "one-block-per-(head, token) kernel)";
   if (p->head_dim < 4 || p->head_dim > 256 || p->head_dim % 4 != 0)
     return "head_dim must be a multiple of 4 in 4..256 (rows are read as float4)";
   if (p->n_head_kv < 1 || p->n_head < 1 || p->n_head % p->n_head_kv != 0)

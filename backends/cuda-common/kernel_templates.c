@@ -232,6 +232,7 @@ static const kiln_ktemplate rope = {
 
 static const char attention_source[] =
 #include "step_block.cuh.inc"
+#include "kv_type.cuh.inc"
 #include "attention.cu.inc"
     ;
 
@@ -241,8 +242,10 @@ static const kiln_kparam_decl attention_params[] = {
     {"n_head_kv", KILN_KPARAM_I64, KILN_KPARAM_BAKED, "KV heads (n_head % n_head_kv == 0)"},
     {"scale", KILN_KPARAM_F32, KILN_KPARAM_BAKED, "softmax scale (1/sqrt(head_dim)), bit-exact"},
     {"warps", KILN_KPARAM_I64, KILN_KPARAM_BAKED, "warps per (head, token) block"},
+    {"kv_type", KILN_KPARAM_DTYPE, KILN_KPARAM_BAKED,
+     "the K/V caches' element type: F32|F16|BF16|Q8_0 (kv_type.cuh; Q8_0 needs head_dim % 32 == 0)"},
     {"q", KILN_KPARAM_PTR, KILN_KPARAM_RUNTIME, "queries, f32 [head_dim * n_head, n_tokens]"},
-    {"k_cache", KILN_KPARAM_PTR, KILN_KPARAM_RUNTIME, "K cache, f32 [head_dim * n_head_kv, n_ctx]"},
+    {"k_cache", KILN_KPARAM_PTR, KILN_KPARAM_RUNTIME, "K cache, kv_type [head_dim * n_head_kv, n_ctx]"},
     {"v_cache", KILN_KPARAM_PTR, KILN_KPARAM_RUNTIME, "V cache, same shape"},
     {"y", KILN_KPARAM_PTR, KILN_KPARAM_RUNTIME, "output, shaped like q"},
     STEP_PARAM,
@@ -250,18 +253,19 @@ static const kiln_kparam_decl attention_params[] = {
 
 static const kiln_ktemplate attention = {
     .name = KILN_CUDA_T_ATTENTION,
-    .version = 2,
+    .version = 3,
     .entry = "kiln_attention",
     .source = attention_source,
     .params = attention_params,
     .n_params = sizeof attention_params / sizeof attention_params[0],
-    .help = "causal GQA attention, online softmax with max subtraction, f32",
+    .help = "causal GQA attention, online softmax with max subtraction, f32 math over a kv_type cache",
 };
 
 /* Split-KV decode attention (flash-decoding): attention_split's blocks
  * write partial softmax results, attention_merge combines them. */
 static const char attention_split_source[] =
 #include "step_block.cuh.inc"
+#include "kv_type.cuh.inc"
 #include "attention_part.cuh.inc"
 #include "attention_split.cu.inc"
     ;
@@ -275,8 +279,10 @@ static const kiln_kparam_decl attention_split_params[] = {
     {"warps", KILN_KPARAM_I64, KILN_KPARAM_BAKED, "warps per (split, KV head) block"},
     {"n_split", KILN_KPARAM_I64, KILN_KPARAM_BAKED,
      "splits of the keys (1..256): the grid's x; each split's length comes from the step block"},
+    {"kv_type", KILN_KPARAM_DTYPE, KILN_KPARAM_BAKED,
+     "the K/V caches' element type: F32|F16|BF16|Q8_0 (kv_type.cuh; Q8_0 needs head_dim % 32 == 0)"},
     {"q", KILN_KPARAM_PTR, KILN_KPARAM_RUNTIME, "the pass's query column, f32 [head_dim * n_head]"},
-    {"k_cache", KILN_KPARAM_PTR, KILN_KPARAM_RUNTIME, "K cache, f32 [head_dim * n_head_kv, n_ctx]"},
+    {"k_cache", KILN_KPARAM_PTR, KILN_KPARAM_RUNTIME, "K cache, kv_type [head_dim * n_head_kv, n_ctx]"},
     {"v_cache", KILN_KPARAM_PTR, KILN_KPARAM_RUNTIME, "V cache, same shape"},
     {"part", KILN_KPARAM_PTR, KILN_KPARAM_RUNTIME,
      "partial results, n_head * n_split records of head_dim + 2 floats (attention_part.cuh)"},
@@ -285,13 +291,13 @@ static const kiln_kparam_decl attention_split_params[] = {
 
 static const kiln_ktemplate attention_split = {
     .name = KILN_CUDA_T_ATTENTION_SPLIT,
-    .version = 1,
+    .version = 2,
     .entry = "kiln_attention_split",
     .source = attention_split_source,
     .params = attention_split_params,
     .n_params = sizeof attention_split_params / sizeof attention_split_params[0],
     .help = "decode attention, first half: one block per (split of the keys, KV head) for all "
-            "of the head's GQA query heads, online softmax with max subtraction, f32",
+            "of the head's GQA query heads, online softmax with max subtraction, f32 math over a kv_type cache",
 };
 
 static const char attention_merge_source[] =
@@ -357,25 +363,28 @@ static const kiln_ktemplate flash_attention = {
 
 static const char store_kv_source[] =
 #include "step_block.cuh.inc"
+#include "kv_type.cuh.inc"
 #include "store_kv.cu.inc"
     ;
 
 static const kiln_kparam_decl store_kv_params[] = {
     {"width", KILN_KPARAM_I64, KILN_KPARAM_BAKED, "values per cache position: the cache's ne0"},
+    {"kv_type", KILN_KPARAM_DTYPE, KILN_KPARAM_BAKED,
+     "the K/V caches' element type: F32|F16|BF16|Q8_0 (kv_type.cuh; Q8_0 needs head_dim % 32 == 0)"},
     BLOCK_SIZE_PARAM,
     {"src", KILN_KPARAM_PTR, KILN_KPARAM_RUNTIME, "the step's K or V, f32 [width, n_tokens]"},
-    {"cache", KILN_KPARAM_PTR, KILN_KPARAM_RUNTIME, "the cache, f32 [width, n_ctx]"},
+    {"cache", KILN_KPARAM_PTR, KILN_KPARAM_RUNTIME, "the cache, kv_type [width, n_ctx]"},
     STEP_PARAM,
 };
 
 static const kiln_ktemplate store_kv = {
     .name = KILN_CUDA_T_STORE_KV,
-    .version = 1,
+    .version = 2,
     .entry = "kiln_store_kv",
     .source = store_kv_source,
     .params = store_kv_params,
     .n_params = sizeof store_kv_params / sizeof store_kv_params[0],
-    .help = "STORE_KV: the step's columns into the f32 cache at the step block's positions",
+    .help = "STORE_KV: the step's columns into the kv_type cache at the step block's positions",
 };
 
 static const char swiglu_source[] =
@@ -575,6 +584,7 @@ static const kiln_ktemplate swiglu_q = {
 static const char rope_store_source[] =
 #include "step_block.cuh.inc"
 #include "rope_common.cuh.inc"
+#include "kv_type.cuh.inc"
 #include "rope_store.cu.inc"
     ;
 
@@ -585,20 +595,22 @@ static const kiln_kparam_decl rope_store_params[] = {
     {"theta", KILN_KPARAM_F32, KILN_KPARAM_BAKED, "RoPE base (rope.freq_base), bit-exact"},
     {"n_head", KILN_KPARAM_I64, KILN_KPARAM_BAKED, "query heads (the Q RoPE's n_head)"},
     {"n_head_kv", KILN_KPARAM_I64, KILN_KPARAM_BAKED, "key/value heads (the K RoPE's n_head)"},
+    {"kv_type", KILN_KPARAM_DTYPE, KILN_KPARAM_BAKED,
+     "the K/V caches' element type: F32|F16|BF16 (a Q8_0 cache is not fused)"},
     BLOCK_SIZE_PARAM,
     {"q", KILN_KPARAM_PTR, KILN_KPARAM_RUNTIME, "f32 [head_dim * n_head, n_tokens]"},
     {"qo", KILN_KPARAM_PTR, KILN_KPARAM_RUNTIME, "rotated q; may be q"},
     {"k", KILN_KPARAM_PTR, KILN_KPARAM_RUNTIME, "f32 [head_dim * n_head_kv, n_tokens]"},
     {"ko", KILN_KPARAM_PTR, KILN_KPARAM_RUNTIME, "rotated k; may be k"},
-    {"k_cache", KILN_KPARAM_PTR, KILN_KPARAM_RUNTIME, "f32 K cache [head_dim * n_head_kv, n_ctx]"},
+    {"k_cache", KILN_KPARAM_PTR, KILN_KPARAM_RUNTIME, "kv_type K cache [head_dim * n_head_kv, n_ctx]"},
     {"v", KILN_KPARAM_PTR, KILN_KPARAM_RUNTIME, "f32 [head_dim * n_head_kv, n_tokens]"},
-    {"v_cache", KILN_KPARAM_PTR, KILN_KPARAM_RUNTIME, "f32 V cache, shaped like the K cache"},
+    {"v_cache", KILN_KPARAM_PTR, KILN_KPARAM_RUNTIME, "kv_type V cache, shaped like the K cache"},
     STEP_PARAM,
 };
 
 static const kiln_ktemplate rope_store = {
     .name = KILN_CUDA_T_ROPE_STORE,
-    .version = 1,
+    .version = 2,
     .entry = "kiln_rope_store",
     .source = rope_store_source,
     .params = rope_store_params,

@@ -15,6 +15,7 @@ kiln_cuda_template_files = \
 	backends/cuda-common/kernels/rmsnorm_rows.cu.tmpl \
 	backends/cuda-common/kernels/rmsnorm_row_cc12.cu.tmpl \
 	backends/cuda-common/kernels/step_block.cuh.tmpl \
+	backends/cuda-common/kernels/kv_type.cuh.tmpl \
 	backends/cuda-common/kernels/store_kv.cu.tmpl \
 	backends/cuda-common/kernels/quant_mode.cuh.tmpl \
 	backends/cuda-common/kernels/act_quant.cuh.tmpl \

@@ -1,7 +1,8 @@
 /* GET_ROWS, ROPE, ATTENTION (both kernels: one block per head, and the
  * split-KV decode pair), STORE_KV, SWIGLU and ADD nodes -> descriptors.
  * RoPE's mode, n_rot, head_dim, n_head and θ and attention's head_dim,
- * head counts and scale are the node's own params, bit-exact. */
+ * head counts and scale are the node's own params, bit-exact; attention's
+ * and store_kv's kv_type is the cache tensors' own type. */
 #include "config.h"
 
 #include "kernel_templates.h"
@@ -52,7 +53,8 @@ kiln_status kiln_cuda_rope_describe(const kiln_host_api *host, kiln_kcompiler *c
 
 kiln_status kiln_cuda_rope_store_describe(const kiln_host_api *host, kiln_kcompiler *compiler,
                                           const kiln_rope_params *q, const kiln_node *k,
-                                          uint32_t block_size, kiln_kdesc **out_desc) {
+                                          kiln_type kv_type, uint32_t block_size,
+                                          kiln_kdesc **out_desc) {
   KILN_RETURN_IF_ERROR(kiln_cuda_node_check(host, k));
   KILN_RETURN_IF_ERROR(want_op(host, k, KILN_OP_ROPE, KILN_OP_ROPE));
   KILN_RETURN_IF_ERROR(kiln_cuda_describe_check_threads(host, k, "block_size", block_size, 32, 1024, true));
@@ -61,6 +63,11 @@ kiln_status kiln_cuda_rope_store_describe(const kiln_host_api *host, kiln_kcompi
       kiln_f32_to_bits(q->theta) != kiln_f32_to_bits(p->theta) || q->n_head < 1)
     return kiln_node_error(host, KILN_STATUS_INVALID_ARGUMENT, k,
                            "rope_store needs Q and K RoPEs that differ only in their heads");
+  if (kv_type != KILN_TYPE_F32 && kv_type != KILN_TYPE_F16 && kv_type != KILN_TYPE_BF16)
+    return kiln_node_error(host, KILN_STATUS_UNSUPPORTED, k,
+                           "rope_store writes F32, F16 or BF16 caches, not %s (store_kv quantizes "
+                           "Q8_0 blocks)",
+                           kiln_type_name(kv_type));
   kiln_kdesc *d = NULL;
   KILN_RETURN_IF_ERROR(host->kdesc_new(compiler, KILN_CUDA_T_ROPE_STORE, &d));
   kiln_status st = host->kdesc_set_str(d, "mode", p->mode == KILN_ROPE_NEOX ? "NEOX" : "NORM");
@@ -69,6 +76,7 @@ kiln_status kiln_cuda_rope_store_describe(const kiln_host_api *host, kiln_kcompi
   if (!st) st = host->kdesc_set_f32(d, "theta", p->theta);
   if (!st) st = host->kdesc_set_i64(d, "n_head", q->n_head);
   if (!st) st = host->kdesc_set_i64(d, "n_head_kv", p->n_head);
+  if (!st) st = host->kdesc_set_dtype(d, "kv_type", kv_type);
   if (!st) st = host->kdesc_set_i64(d, "block_size", block_size);
   return kiln_cuda_describe_finish(host, st, d, k, out_desc);
 }
@@ -89,6 +97,7 @@ kiln_status kiln_cuda_attention_describe(const kiln_host_api *host, kiln_kcompil
   if (!st) st = host->kdesc_set_i64(d, "n_head_kv", p->n_head_kv);
   if (!st) st = host->kdesc_set_f32(d, "scale", p->scale);
   if (!st) st = host->kdesc_set_i64(d, "warps", warps);
+  if (!st) st = host->kdesc_set_dtype(d, "kv_type", node->src[1]->type);
   return kiln_cuda_describe_finish(host, st, d, node, out_desc);
 }
 
@@ -148,6 +157,7 @@ kiln_status kiln_cuda_attention_split_describe(const kiln_host_api *host,
   if (!st) st = host->kdesc_set_f32(d, "scale", p->scale);
   if (!st) st = host->kdesc_set_i64(d, "warps", warps);
   if (!st) st = host->kdesc_set_i64(d, "n_split", n_split);
+  if (!st) st = host->kdesc_set_dtype(d, "kv_type", node->src[1]->type);
   return kiln_cuda_describe_finish(host, st, d, node, out_desc);
 }
 
@@ -173,6 +183,7 @@ kiln_status kiln_cuda_store_kv_describe(const kiln_host_api *host, kiln_kcompile
   kiln_kdesc *d = NULL;
   KILN_RETURN_IF_ERROR(host->kdesc_new(compiler, KILN_CUDA_T_STORE_KV, &d));
   kiln_status st = host->kdesc_set_i64(d, "width", node->dst->ne[0]);
+  if (!st) st = host->kdesc_set_dtype(d, "kv_type", node->dst->type);
   if (!st) st = host->kdesc_set_i64(d, "block_size", block_size);
   return kiln_cuda_describe_finish(host, st, d, node, out_desc);
 }

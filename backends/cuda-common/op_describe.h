@@ -89,8 +89,9 @@ kiln_status kiln_cuda_rope_describe(const kiln_host_api *host, kiln_kcompiler *c
                                     const kiln_node *node, uint32_t block_size,
                                     kiln_kdesc **out_desc);
 
-/* ATTENTION: attention with the node's head_dim, n_head, n_head_kv and
- * scale, `warps` (1..32) warps per block; grid (n_head, n_tokens);
+/* ATTENTION: attention with the node's head_dim, n_head, n_head_kv,
+ * scale and KV type (the K cache's type: F32, F16, BF16 or Q8_0, which
+ * kiln_node_check has made V's too), `warps` (1..32) warps per block; grid (n_head, n_tokens);
  * arguments (q, k_cache, v_cache, y, step), step the step block. */
 kiln_status kiln_cuda_attention_describe(const kiln_host_api *host, kiln_kcompiler *compiler,
                                          const kiln_node *node, uint32_t warps,
@@ -120,7 +121,7 @@ uint32_t kiln_cuda_attention_splits_auto(int sm_count, int64_t n_ctx, int64_t n_
 uint64_t kiln_cuda_attention_part_bytes(const kiln_node *node, uint32_t n_split);
 
 /* ATTENTION, decode: attention_split with the node's head_dim, n_head,
- * n_head_kv and scale, `warps` (1..32) and n_split (1..256); grid
+ * n_head_kv, scale and KV type (the K cache's), `warps` (1..32) and n_split (1..256); grid
  * (n_split, n_head_kv), block 32 * warps; arguments (q, k_cache, v_cache,
  * part, step). KILN_STATUS_UNSUPPORTED for a node that does not fit
  * (kiln_cuda_attention_split_fits), KILN_STATUS_INVALID_ARGUMENT for
@@ -160,7 +161,8 @@ kiln_status kiln_cuda_flash_attention_describe(const kiln_host_api *host,
                                                const kiln_cuda_flash_shape *shape,
                                                kiln_kdesc **out_desc);
 
-/* STORE_KV: store_kv with the cache's width (dst ne0); any grid
+/* STORE_KV: store_kv with the cache's width (dst ne0) and KV type (dst's
+ * type: F32, F16, BF16, or Q8_0 with the width a multiple of 32); any grid
  * (grid-stride); arguments (src, cache, step), src the step's first
  * column, step the step block whose pos0 and n_tokens say where and how
  * much. */
@@ -243,12 +245,15 @@ kiln_status kiln_cuda_swiglu_q_describe(const kiln_host_api *host, kiln_kcompile
 
 /* rope_store for ROPE node q (the query heads) and ROPE node k (the key
  * heads: the same mode, n_rot, head_dim and theta, its n_head the KV
- * heads); node k names the errors. Grid (n_tokens, any); arguments (q, qo,
- * k, ko, k_cache, v, v_cache, step). KILN_STATUS_INVALID_ARGUMENT when the
- * two RoPEs differ in more than their heads. */
+ * heads), writing caches of kv_type (the two STORE_KV nodes' caches);
+ * node k names the errors. Grid (n_tokens, any); arguments (q, qo, k, ko,
+ * k_cache, v, v_cache, step). KILN_STATUS_INVALID_ARGUMENT when the two
+ * RoPEs differ in more than their heads, KILN_STATUS_UNSUPPORTED for a
+ * kv_type other than F32, F16, BF16. */
 kiln_status kiln_cuda_rope_store_describe(const kiln_host_api *host, kiln_kcompiler *compiler,
                                           const kiln_rope_params *q, const kiln_node *k,
-                                          uint32_t block_size, kiln_kdesc **out_desc);
+                                          kiln_type kv_type, uint32_t block_size,
+                                          kiln_kdesc **out_desc);
 
 /* kcache_get for d, then kdesc_free(d) whatever the outcome; errors are
  * annotated with the node. */

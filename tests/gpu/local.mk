@@ -9,7 +9,7 @@ tests_gpu_libkilngputest_la_CFLAGS = $(TEST_CFLAGS)
 
 kiln_gpu_tests = tests/gpu/test_gpu_ops tests/gpu/test_gpu_rmsnorm tests/gpu/test_gpu_golden \
 	tests/gpu/test_gpu_qwen35 tests/gpu/test_gpu_bounds tests/gpu/test_gpu_matvec_q \
-	tests/gpu/test_gpu_attention tests/gpu/test_gpu_flash
+	tests/gpu/test_gpu_attention tests/gpu/test_gpu_flash tests/gpu/test_gpu_kv_types
 check_PROGRAMS += $(kiln_gpu_tests)
 TESTS += $(kiln_gpu_tests)
 kiln_gpu_test_libs = tests/gpu/libkilngputest.la $(TEST_LIBS)
@@ -34,6 +34,10 @@ $(tests_gpu_test_gpu_qwen35_OBJECTS): cli/kiln$(EXEEXT)
 tests_gpu_test_gpu_bounds_SOURCES = tests/gpu/test_gpu_bounds.c
 tests_gpu_test_gpu_bounds_CFLAGS = $(TEST_CFLAGS)
 tests_gpu_test_gpu_bounds_LDADD = $(kiln_gpu_test_libs)
+
+tests_gpu_test_gpu_kv_types_SOURCES = tests/gpu/test_gpu_kv_types.c
+tests_gpu_test_gpu_kv_types_CFLAGS = $(TEST_CFLAGS)
+tests_gpu_test_gpu_kv_types_LDADD = $(kiln_gpu_test_libs)
 
 tests_gpu_test_gpu_matvec_q_SOURCES = tests/gpu/test_gpu_matvec_q.c
 tests_gpu_test_gpu_matvec_q_CFLAGS = $(TEST_CFLAGS)
@@ -109,6 +113,15 @@ tests_unit_test_flash_host_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/tests/gpu \
 tests_unit_test_flash_host_CXXFLAGS = $(CMOCKA_CFLAGS) -I$(top_srcdir)/tests -std=gnu++17 -O2 \
 	-fno-strict-aliasing -Wall -Wextra -Wno-unknown-pragmas -Wno-unused-parameter
 tests_unit_test_flash_host_LDADD = $(kiln_gpu_test_libs)
+# store_kv's typed writes (F16, BF16, Q8_0) on the host, the same way.
+check_PROGRAMS += tests/unit/test_store_kv_host
+TESTS += tests/unit/test_store_kv_host
+tests_unit_test_store_kv_host_SOURCES = tests/unit/test_store_kv_host.cc tests/unit/cuda_block_emu.h
+tests_unit_test_store_kv_host_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/tests/gpu \
+	-I$(top_srcdir)/backends/cuda-common/kernels
+tests_unit_test_store_kv_host_CXXFLAGS = $(CMOCKA_CFLAGS) -I$(top_srcdir)/tests -std=gnu++17 \
+	-Wall -Wextra -Wno-unknown-pragmas -Wno-unused-parameter
+tests_unit_test_store_kv_host_LDADD = $(kiln_gpu_test_libs)
 
 # CI-side checks of the CUDA code that need no device: the plugins load
 # and report themselves (libkiln only, through the loader), and every

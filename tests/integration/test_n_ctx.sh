@@ -1,7 +1,8 @@
 #!/bin/sh
 # The KV length (issue 17): [model] n_ctx / -c N is N positions; 0 is the
 # model's whole context_length (llama.cpp's -c 0); -1, the default, is
-# that capped at 4096; the cache's size is logged at plan time; a prompt
+# that capped at 4096; the cache's size is logged at plan time, in the
+# bytes of its [kv_cache] type; a prompt
 # longer than the cache is an error naming both numbers; perplexity's
 # default chunk is that context. On synthesized llamas whose
 # context_length is 8192 and 64.
@@ -18,8 +19,13 @@ n_ctx_of() { # the n_ctx `kiln run --json` reports for the flags "$@"
 [ "$(n_ctx_of -c 100)" = 100 ] || fail "-c 100 gave $(n_ctx_of -c 100)"
 printf '[model]\nn_ctx = 0\n[general]\nlog_level = info\n' > "$tmp/c.ini"
 [ "$(n_ctx_of --config "$tmp/c.ini")" = 8192 ] || fail "[model] n_ctx = 0 gave $(n_ctx_of --config "$tmp/c.ini")"
-grep -q "KV cache: 8192 positions (.*context_length 8192), [0-9.]* MiB of state on cpu" "$tmp/err" ||
+grep -q "KV cache: 8192 positions of f32 (.*context_length 8192), 4.0 MiB of state on cpu" "$tmp/err" ||
   fail "no KV cache line at plan time: $(cat "$tmp/err")"
+# the line reports the chosen KV type's real bytes: half of f32's in f16
+printf '[model]\nn_ctx = 0\n[kv_cache]\ntype = f16\n[general]\nlog_level = info\n' > "$tmp/c16.ini"
+n_ctx_of --config "$tmp/c16.ini" > /dev/null
+grep -q "KV cache: 8192 positions of f16 (.*context_length 8192), 2.0 MiB of state on cpu" "$tmp/err" ||
+  fail "no f16 KV cache line at plan time: $(cat "$tmp/err")"
 echo "ok: n_ctx N, 0 (the model's 8192), the default (4096), the cache's size logged"
 "$kiln" run -m "$tmp/m.gguf" -p "Once upon a time there was a" -n 1 -c 3 > /dev/null 2> "$tmp/err" &&
   fail "a prompt longer than the cache ran"

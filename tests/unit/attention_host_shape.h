@@ -2,7 +2,9 @@
  * (test_attention_host.cc): include inside a namespace of its own after
  * defining the kernels' baked values (KILN_HEAD_DIM, KILN_N_HEAD,
  * KILN_N_HEAD_KV, KILN_SCALE, KILN_WARPS, KILN_N_SPLIT) and
- * KILN_HOST_SHAPE, a token naming the shape; defines `shape`, a
+ * KILN_HOST_SHAPE, a token naming the shape, and its KV type twice:
+ * KILN_KV_<TYPE> (F32, F16, BF16, Q8_0) for the kernels and KILN_HOST_KV
+ * (the kiln_type) for the test; defines `shape`, a
  * host_shape, and undefines every macro the kernels and the caller set,
  * ready for the next shape. Not a header of its own: no include guard. */
 #define KILN_HOST_CAT2(a, b) a##b
@@ -10,11 +12,12 @@
 /* Distinct names for the kernels' extern "C" entries in each shape. */
 #define kiln_attention_split KILN_HOST_CAT(KILN_HOST_SHAPE, _split)
 #define kiln_attention_merge KILN_HOST_CAT(KILN_HOST_SHAPE, _merge)
+#include "kv_type.cuh.tmpl"
 #include "attention_part.cuh.tmpl"
 #include "attention_split.cu.tmpl"
 #include "attention_merge.cu.tmpl"
 
-static const char *run(const float *q, const float *k, const float *v, float *part, float *y,
+static const char *run(const float *q, const unsigned char *k, const unsigned char *v, float *part, float *y,
                        const int *step) {
   const char *e =
       kiln_emu::launch(kiln_emu_dim3{KILN_N_SPLIT, KILN_N_HEAD_KV, 1}, 32 * KILN_WARPS,
@@ -27,7 +30,7 @@ static const char *run(const float *q, const float *k, const float *v, float *pa
 #define KILN_HOST_STR2(a) #a
 #define KILN_HOST_STR(a) KILN_HOST_STR2(a)
 static const host_shape shape = {KILN_HOST_STR(KILN_HOST_SHAPE), KILN_HEAD_DIM, KILN_N_HEAD,
-                                 KILN_N_HEAD_KV, KILN_SCALE, KILN_WARPS, KILN_N_SPLIT, run};
+                                 KILN_N_HEAD_KV, KILN_SCALE, KILN_WARPS, KILN_N_SPLIT, KILN_HOST_KV, run};
 
 #undef KILN_HOST_CAT2
 #undef KILN_HOST_CAT
@@ -53,3 +56,11 @@ static const host_shape shape = {KILN_HOST_STR(KILN_HOST_SHAPE), KILN_HEAD_DIM, 
 #undef KILN_PART_ACC
 #undef KILN_NEG_INF
 #undef KILN_FULL_MASK
+#undef KILN_HOST_KV
+#undef KILN_KV_F32
+#undef KILN_KV_F16
+#undef KILN_KV_BF16
+#undef KILN_KV_Q8_0
+#undef KILN_KV_BYTES
+#undef KILN_KV_ROW
+#undef KILN_KV_HEAD

@@ -49,6 +49,12 @@ tests_unit_test_sampler_SOURCES = tests/unit/test_sampler.c
 tests_unit_test_sampler_CFLAGS = $(TEST_CFLAGS)
 tests_unit_test_sampler_LDADD = $(TEST_LIBS)
 
+check_PROGRAMS += tests/unit/test_kv_cache
+TESTS += tests/unit/test_kv_cache
+tests_unit_test_kv_cache_SOURCES = tests/unit/test_kv_cache.c
+tests_unit_test_kv_cache_CFLAGS = $(TEST_CFLAGS)
+tests_unit_test_kv_cache_LDADD = $(TEST_LIBS)
+
 check_PROGRAMS += tests/unit/test_session_numerics tests/unit/test_synth
 TESTS += tests/unit/test_session_numerics tests/unit/test_synth
 tests_unit_test_session_numerics_SOURCES = tests/unit/test_session_numerics.c

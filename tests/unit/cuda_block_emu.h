@@ -210,6 +210,12 @@ static inline float __int_as_float(unsigned u) {
   memcpy(&f, &u, sizeof f);
   return f;
 }
+static inline float __uint_as_float(unsigned u) { return __int_as_float(u); }
+static inline unsigned __float_as_uint(float f) {
+  unsigned u;
+  memcpy(&u, &f, sizeof u);
+  return u;
+}
 static inline int min(int a, int b) { return a < b ? a : b; }
 
 #endif

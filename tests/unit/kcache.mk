@@ -74,7 +74,9 @@ tests_unit_test_kcache_guard_drop_LDADD = backends/cuda-common/libkilncudacommon
 # matvec_q's load0 and groups_per_block, the split decode attention's
 # n_split and n_head_kv (its GQA ratio), each checked in attention_split
 # alone (KILN_KCACHE_TEST_DROP_TEMPLATE: attention and rope_store bake
-# n_head_kv too, and would go red first), and n_split in attention_merge.
+# n_head_kv too, and would go red first), n_split in attention_merge, and
+# the KV cache's type (kv_type) in each of store_kv, attention,
+# attention_split and rope_store alone.
 # And every baked parameter of the flash prefill attention (head_dim,
 # n_head, n_head_kv, the scale, bq, bk, warps), each in flash_attention
 # alone: its source depends on each of them.
@@ -88,7 +90,9 @@ kcache_guard_drop_more = tests/unit/test_kcache_guard_drop_l2_eps tests/unit/tes
 	tests/unit/test_kcache_guard_drop_d_conv tests/unit/test_kcache_guard_drop_chunk \
 	tests/unit/test_kcache_guard_drop_load0 tests/unit/test_kcache_guard_drop_groups_per_block \
 	tests/unit/test_kcache_guard_drop_n_split tests/unit/test_kcache_guard_drop_n_head_kv \
-	tests/unit/test_kcache_guard_drop_n_split_merge \
+	tests/unit/test_kcache_guard_drop_n_split_merge tests/unit/test_kcache_guard_drop_kv_store \
+	tests/unit/test_kcache_guard_drop_kv_attention tests/unit/test_kcache_guard_drop_kv_split \
+	tests/unit/test_kcache_guard_drop_kv_rope_store \
 	$(kcache_guard_drop_flash)
 check_PROGRAMS += $(kcache_guard_drop_more)
 TESTS += $(kcache_guard_drop_more)
@@ -182,4 +186,24 @@ tests_unit_test_kcache_guard_drop_flash_warps_CPPFLAGS = $(kcache_cuda_cppflags)
 	-DKILN_KCACHE_TEST_DROP_TEMPLATE='"flash_attention"'
 tests_unit_test_kcache_guard_drop_flash_warps_CFLAGS = $(kcache_guard_drop_cflags)
 tests_unit_test_kcache_guard_drop_flash_warps_LDADD = $(kcache_guard_drop_libs)
+tests_unit_test_kcache_guard_drop_kv_store_SOURCES = $(kcache_guard_drop_sources)
+tests_unit_test_kcache_guard_drop_kv_store_CPPFLAGS = $(kcache_cuda_cppflags) -DKILN_KCACHE_TEST_DROP_PARAM='"kv_type"' \
+	-DKILN_KCACHE_TEST_DROP_TEMPLATE='"store_kv"'
+tests_unit_test_kcache_guard_drop_kv_store_CFLAGS = $(kcache_guard_drop_cflags)
+tests_unit_test_kcache_guard_drop_kv_store_LDADD = $(kcache_guard_drop_libs)
+tests_unit_test_kcache_guard_drop_kv_attention_SOURCES = $(kcache_guard_drop_sources)
+tests_unit_test_kcache_guard_drop_kv_attention_CPPFLAGS = $(kcache_cuda_cppflags) -DKILN_KCACHE_TEST_DROP_PARAM='"kv_type"' \
+	-DKILN_KCACHE_TEST_DROP_TEMPLATE='"attention"'
+tests_unit_test_kcache_guard_drop_kv_attention_CFLAGS = $(kcache_guard_drop_cflags)
+tests_unit_test_kcache_guard_drop_kv_attention_LDADD = $(kcache_guard_drop_libs)
+tests_unit_test_kcache_guard_drop_kv_split_SOURCES = $(kcache_guard_drop_sources)
+tests_unit_test_kcache_guard_drop_kv_split_CPPFLAGS = $(kcache_cuda_cppflags) -DKILN_KCACHE_TEST_DROP_PARAM='"kv_type"' \
+	-DKILN_KCACHE_TEST_DROP_TEMPLATE='"attention_split"'
+tests_unit_test_kcache_guard_drop_kv_split_CFLAGS = $(kcache_guard_drop_cflags)
+tests_unit_test_kcache_guard_drop_kv_split_LDADD = $(kcache_guard_drop_libs)
+tests_unit_test_kcache_guard_drop_kv_rope_store_SOURCES = $(kcache_guard_drop_sources)
+tests_unit_test_kcache_guard_drop_kv_rope_store_CPPFLAGS = $(kcache_cuda_cppflags) -DKILN_KCACHE_TEST_DROP_PARAM='"kv_type"' \
+	-DKILN_KCACHE_TEST_DROP_TEMPLATE='"rope_store"'
+tests_unit_test_kcache_guard_drop_kv_rope_store_CFLAGS = $(kcache_guard_drop_cflags)
+tests_unit_test_kcache_guard_drop_kv_rope_store_LDADD = $(kcache_guard_drop_libs)
 endif

@@ -5,7 +5,9 @@
  * enough to emulate: Qwen2.5-7B's heads (head_dim 128, 28 query heads on
  * 4 KV heads), an odd head_dim 80 with 6/3 heads, stories260K's head_dim
  * 8, one warp a block with a group of one, and the raw q.k of 115200 of
- * test_gpu_ops (scaled scores of 14400, exact in f32). For each, keys
+ * test_gpu_ops (scaled scores of 14400, exact in f32), and F16, BF16 and
+ * Q8_0 caches (kv_type.cuh.tmpl; the reference reads the stored rows back
+ * with kiln/kv_cache.h, so it sees the values the kernels see). For each, keys
  * around every boundary the kernels have: 1 and 2 keys, one warp's
  * share, one chunk when every split is full and one key either side, and
  * more than 32 keys a warp (a second tile). Against the f64 softmax of
@@ -30,6 +32,7 @@ extern "C" {
 #include <cmocka.h>
 
 #include "gpu_common.h"
+#include "kiln/kv_cache.h"
 }
 
 #include "cuda_block_emu.h"
@@ -39,8 +42,9 @@ struct host_shape {
   int head_dim, n_head, n_head_kv;
   float scale;
   int warps, n_split;
-  const char *(*run)(const float *q, const float *k, const float *v, float *part, float *y,
-                     const int *step);
+  int kv_type; /* the caches' kiln_type (kiln/kv_cache.h) */
+  const char *(*run)(const float *q, const unsigned char *k, const unsigned char *v, float *part,
+                     float *y, const int *step);
 };
 
 #define KILN_HOST_EMULATION 1
@@ -53,6 +57,8 @@ struct host_shape {
 #define KILN_SCALE 0.0883883461356163f /* 1/sqrt(128) in f32 */
 #define KILN_WARPS 8
 #define KILN_N_SPLIT 4
+#define KILN_KV_F32 1
+#define KILN_HOST_KV KILN_TYPE_F32
 namespace qwen7b {
 #include "attention_host_shape.h"
 }
@@ -64,6 +70,8 @@ namespace qwen7b {
 #define KILN_SCALE 0.111803397536277771f /* 1/sqrt(80) */
 #define KILN_WARPS 4
 #define KILN_N_SPLIT 3
+#define KILN_KV_F32 1
+#define KILN_HOST_KV KILN_TYPE_F32
 namespace odd80 {
 #include "attention_host_shape.h"
 }
@@ -75,6 +83,8 @@ namespace odd80 {
 #define KILN_SCALE 0.353553384542465210f /* 1/sqrt(8) */
 #define KILN_WARPS 2
 #define KILN_N_SPLIT 5
+#define KILN_KV_F32 1
+#define KILN_HOST_KV KILN_TYPE_F32
 namespace stories {
 #include "attention_host_shape.h"
 }
@@ -86,6 +96,8 @@ namespace stories {
 #define KILN_SCALE 0.176776695296636881f /* 1/sqrt(32) */
 #define KILN_WARPS 1
 #define KILN_N_SPLIT 3
+#define KILN_KV_F32 1
+#define KILN_HOST_KV KILN_TYPE_F32
 namespace one_warp {
 #include "attention_host_shape.h"
 }
@@ -97,7 +109,49 @@ namespace one_warp {
 #define KILN_SCALE 0.125f
 #define KILN_WARPS 2
 #define KILN_N_SPLIT 2
+#define KILN_KV_F32 1
+#define KILN_HOST_KV KILN_TYPE_F32
 namespace huge {
+#include "attention_host_shape.h"
+}
+
+/* The same kernels over F16, BF16 and Q8_0 caches (kv_type.cuh.tmpl). */
+#define KILN_HOST_SHAPE kv_f16
+#define KILN_HEAD_DIM 128
+#define KILN_N_HEAD 28
+#define KILN_N_HEAD_KV 4
+#define KILN_SCALE 0.0883883461356163f
+#define KILN_WARPS 8
+#define KILN_N_SPLIT 4
+#define KILN_KV_F16 1
+#define KILN_HOST_KV KILN_TYPE_F16
+namespace kv_f16 {
+#include "attention_host_shape.h"
+}
+
+#define KILN_HOST_SHAPE kv_bf16
+#define KILN_HEAD_DIM 80
+#define KILN_N_HEAD 6
+#define KILN_N_HEAD_KV 3
+#define KILN_SCALE 0.111803397536277771f
+#define KILN_WARPS 4
+#define KILN_N_SPLIT 3
+#define KILN_KV_BF16 1
+#define KILN_HOST_KV KILN_TYPE_BF16
+namespace kv_bf16 {
+#include "attention_host_shape.h"
+}
+
+#define KILN_HOST_SHAPE kv_q8_0
+#define KILN_HEAD_DIM 64
+#define KILN_N_HEAD 8
+#define KILN_N_HEAD_KV 2
+#define KILN_SCALE 0.125f
+#define KILN_WARPS 4
+#define KILN_N_SPLIT 3
+#define KILN_KV_Q8_0 1
+#define KILN_HOST_KV KILN_TYPE_Q8_0
+namespace kv_q8_0 {
 #include "attention_host_shape.h"
 }
 
@@ -161,8 +215,30 @@ static int run_case(const host_shape &s, int n, bool huge_scores) {
   for (size_t i = 0; i < pn; i++) part[i] = NAN;
   for (size_t i = 0; i < qn; i++) y[i] = NAN;
   const int step[8] = {n - 1, 1, n, 0, 0, 0, 0, 0};
+  /* A typed cache: rows 0..n-1 stored as store_kv stores them, the rest
+   * all-ones bytes (NaN in every KV type); the reference reads the stored
+   * values back as f32, exactly what the kernels read. */
+  const unsigned char *kc = (const unsigned char *)k, *vc = (const unsigned char *)v;
+  unsigned char *kt = NULL, *vt = NULL;
+  if (s.kv_type != KILN_TYPE_F32) {
+    const int64_t rb = kiln_type_row_bytes(s.kv_type, w);
+    kt = (unsigned char *)kg_alloc((size_t)(rb * n_ctx));
+    vt = (unsigned char *)kg_alloc((size_t)(rb * n_ctx));
+    memset(kt, 0xff, (size_t)(rb * n_ctx));
+    memset(vt, 0xff, (size_t)(rb * n_ctx));
+    for (int j = 0; j < n; j++) {
+      kiln_kv_store_row(s.kv_type, k + (size_t)j * w, kt + j * rb, w);
+      kiln_kv_store_row(s.kv_type, v + (size_t)j * w, vt + j * rb, w);
+      kiln_kv_load_row(s.kv_type, kt + j * rb, k + (size_t)j * w, w);
+      kiln_kv_load_row(s.kv_type, vt + j * rb, v + (size_t)j * w, w);
+    }
+    kc = kt;
+    vc = vt;
+  }
   reference(s, q, k, v, n, ref);
-  const char *err = s.run(q, k, v, part, y, step);
+  const char *err = s.run(q, kc, vc, part, y, step);
+  free(kt);
+  free(vt);
   int bad = 0;
   if (err) {
     printf("  FAIL %-8s n_kv %-5d: %s\n", s.name, n, err);
@@ -218,6 +294,9 @@ static void test_split_attention(void **state) {
   bad += run_shape(stories::shape, false);
   bad += run_shape(one_warp::shape, false);
   bad += run_shape(huge::shape, true);
+  bad += run_shape(kv_f16::shape, false);
+  bad += run_shape(kv_bf16::shape, false);
+  bad += run_shape(kv_q8_0::shape, false);
   assert_int_equal(bad, 0);
 }
 

@@ -124,6 +124,14 @@ static void build(nodes *g, const shape *s, kiln_type wt) {
   node(&g->store_k, 8, KILN_OP_STORE_KV, "blk.0.store_k", &g->k, NULL, NULL, &g->kc);
 }
 
+/* Gives g's K and V caches type t (their bytes follow). */
+static void set_kv(nodes *g, kiln_type t) {
+  g->kc = tensor(g->kc.id, t, KILN_ROLE_STATE, g->kc.ne[0], g->kc.ne[1], g->kc.name);
+  g->vc = tensor(g->vc.id, t, KILN_ROLE_STATE, g->vc.ne[0], g->vc.ne[1], g->vc.name);
+}
+
+static const kiln_type kv_types[] = {KILN_TYPE_F16, KILN_TYPE_BF16, KILN_TYPE_Q8_0};
+
 static unsigned n_checked;
 
 /* Resolves d and checks its PTX: entry, exact target, the arch line. */
@@ -155,8 +163,13 @@ static void compile_fused(kiln_kcompiler *c, nodes *g, const char *arch) {
   rk.src[0] = rk.dst = &g->k;
   rk.p.rope.n_head = (int32_t)(g->k.ne[0] / rk.p.rope.head_dim);
   snprintf(rk.name, sizeof rk.name, "blk.0.rope_k");
-  KT_ASSERT_OK(kiln_cuda_rope_store_describe(h, c, &g->rope.p.rope, &rk, 128, &d));
-  check_kernel(d, &rk, arch);
+  static const kiln_type rs_kv[] = {KILN_TYPE_F32, KILN_TYPE_F16, KILN_TYPE_BF16};
+  for (size_t t = 0; t < sizeof rs_kv / sizeof rs_kv[0]; t++) {
+    KT_ASSERT_OK(kiln_cuda_rope_store_describe(h, c, &g->rope.p.rope, &rk, rs_kv[t], 128, &d));
+    check_kernel(d, &rk, arch);
+  }
+  KT_ASSERT_ERR(kiln_cuda_rope_store_describe(h, c, &g->rope.p.rope, &rk, KILN_TYPE_Q8_0, 128, &d),
+                KILN_STATUS_UNSUPPORTED, "rope_store writes F32, F16 or BF16 caches, not Q8_0");
   for (int add = 0; add < 2; add++) {
     KT_ASSERT_OK(kiln_cuda_add_rmsnorm_describe(h, c, &g->rms_norm, add, KILN_CUDA_QUANT_NONE,
                                                 g->rms_norm.src[1]->ne[0] > 2048 ? 1024 : 128, &d));
@@ -281,6 +294,19 @@ static void compile_all(kiln_kcompiler *c, const char *arch) {
         KT_ASSERT_OK(kiln_cuda_store_kv_describe(h, c, &g->store_k, 256, &d));
         check_kernel(d, &g->store_k, arch);
         compile_fused(c, g, arch);
+        /* the KV cache's other types: the kernels that read or write it
+         * (Q8_0 only where head_dim is whole blocks of 32) */
+        for (size_t kv = 0; kv < sizeof kv_types / sizeof kv_types[0]; kv++) {
+          if (kv_types[kv] == KILN_TYPE_Q8_0 && g->attn.p.attention.head_dim % 32 != 0) continue;
+          set_kv(g, kv_types[kv]);
+          KT_ASSERT_OK(kiln_cuda_attention_describe(h, c, &g->attn, warps[0], &d));
+          check_kernel(d, &g->attn, arch);
+          KT_ASSERT_OK(kiln_cuda_attention_split_describe(h, c, &g->attn, 8, 66, &d));
+          check_kernel(d, &g->attn, arch);
+          KT_ASSERT_OK(kiln_cuda_store_kv_describe(h, c, &g->store_k, 256, &d));
+          check_kernel(d, &g->store_k, arch);
+        }
+        set_kv(g, KILN_TYPE_F32);
       }
       free(g);
     }
@@ -584,6 +610,15 @@ static void test_flash_attention(void **state) {
   KT_ASSERT_ERR(kiln_cuda_flash_attention_describe(h, c, &g2->attn, &tall, &d),
                 KILN_STATUS_UNSUPPORTED, "more than 64 values a lane");
   for (int f = 0; f < 2; f++) assert_true(kiln_cuda_flash_fits(&g2->attn, &flash_tiles[f]));
+  /* A typed KV cache: flash reads f32 rows only, the rows kernel reads the
+   * type (its kv_type is baked). */
+  build(g2, &shapes[1], KILN_TYPE_Q8_0);
+  for (size_t kv = 0; kv < sizeof kv_types / sizeof kv_types[0]; kv++) {
+    set_kv(g2, kv_types[kv]);
+    assert_false(kiln_cuda_flash_fits(&g2->attn, fb));
+    KT_ASSERT_ERR(kiln_cuda_flash_attention_describe(h, c, &g2->attn, fb, &d), KILN_STATUS_UNSUPPORTED,
+                  "it reads f32 caches only");
+  }
   KT_ASSERT_ERR(kiln_cuda_flash_attention_describe(h, c, &g->rope, fb, &d),
                 KILN_STATUS_INVALID_ARGUMENT, "is not attention");
 
@@ -680,12 +715,73 @@ static void test_xq_scratch_layout(void **state) {
   fail_msg("no quantize template");
 }
 
+/* The KV type is baked into every kernel that reads or writes the cache:
+ * attention, attention_split and store_kv descriptors that differ only in
+ * kv_type carry it in their canonical form and differ in key and PTX, for
+ * each pair of F32, F16, BF16 and Q8_0; a Q8_0 cache with head_dim 80 is
+ * refused, naming the node and head_dim. */
+static void test_kv_type_baked(void **state) {
+  (void)state;
+  const kiln_host_api *h = kt_kcache_host();
+  kiln_kcache *kc = kt_kcache_open(NULL, NULL);
+  kiln_nvrtc nv;
+  kiln_kcompiler *c = NULL;
+  KT_ASSERT_OK(kiln_cuda_templates_register(h, kc));
+  KT_ASSERT_OK(kiln_nvrtc_register(&nv, h, kc, "sm_90", &c));
+  nodes *g = malloc(sizeof *g);
+  build(g, &shapes[1], KILN_TYPE_Q8_0);
+  static const kiln_type types[] = {KILN_TYPE_F32, KILN_TYPE_F16, KILN_TYPE_BF16, KILN_TYPE_Q8_0};
+  enum { N_T = 4 };
+  static const char *const kernels[] = {"attention", "attention_split", "store_kv"};
+  compiled out[3][N_T];
+  for (int t = 0; t < N_T; t++) {
+    set_kv(g, types[t]);
+    char want[64];
+    snprintf(want, sizeof want, "param kv_type dtype %s\n", kiln_type_name(types[t]));
+    for (int k = 0; k < 3; k++) {
+      kiln_kdesc *d = NULL;
+      const kiln_node *nd = k == 2 ? &g->store_k : &g->attn;
+      if (k == 0) KT_ASSERT_OK(kiln_cuda_attention_describe(h, c, &g->attn, 4, &d));
+      if (k == 1) KT_ASSERT_OK(kiln_cuda_attention_split_describe(h, c, &g->attn, 8, 66, &d));
+      if (k == 2) KT_ASSERT_OK(kiln_cuda_store_kv_describe(h, c, &g->store_k, 256, &d));
+      char *canon = NULL;
+      KT_ASSERT_OK(kiln_kdesc_canonical(d, &canon));
+      if (!strstr(canon, want)) fail_msg("%s: no '%s' in its canonical form", kernels[k], want);
+      free(canon);
+      out[k][t] = compile_desc(d, nd);
+    }
+  }
+  for (int k = 0; k < 3; k++)
+    for (int a = 0; a < N_T; a++) {
+      for (int b = a + 1; b < N_T; b++) {
+        char what[96];
+        snprintf(what, sizeof what, "%s kv_type %s / %s", kernels[k], kiln_type_name(types[a]),
+                 kiln_type_name(types[b]));
+        assert_differ(&out[k][a], &out[k][b], what);
+      }
+    }
+  for (int k = 0; k < 3; k++)
+    for (int t = 0; t < N_T; t++) free(out[k][t].ptx);
+  /* Q8_0 blocks would straddle heads of 80 values */
+  shape odd = shapes[1];
+  odd.head_dim = 80;
+  odd.n_rot = 80;
+  build(g, &odd, KILN_TYPE_Q8_0);
+  set_kv(g, KILN_TYPE_Q8_0);
+  kiln_kdesc *d = NULL;
+  KT_ASSERT_ERR(kiln_cuda_attention_describe(h, c, &g->attn, 4, &d), KILN_STATUS_INVALID_ARGUMENT,
+                "head_dim 80 is not a multiple of the Q8_0 KV cache's block of 32");
+  free(g);
+  kiln_kcache_close(kc);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_every_template_every_arch),
       cmocka_unit_test(test_describe_refuses),
       cmocka_unit_test(test_attention_split),
       cmocka_unit_test(test_flash_attention),
+      cmocka_unit_test(test_kv_type_baked),
       cmocka_unit_test(test_step_block_layout),
       cmocka_unit_test(test_xq_scratch_layout),
   };

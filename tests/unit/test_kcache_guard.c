@@ -10,7 +10,9 @@
  * its weight (load0), its sets of rows per block, the split decode attention's
  * split count (n_split) and its GQA ratio (n_head_kv), every baked parameter
  * of the flash prefill attention (head_dim, n_head, n_head_kv, scale, bq, bk,
- * warps) — where it must fail (XFAIL), proving the guard goes red for each. */
+ * warps), the KV cache's type (kv_type) in each of store_kv, attention,
+ * attention_split and rope_store — where it must fail (XFAIL), proving the
+ * guard goes red for each. */
 #include "config.h"
 
 #include <setjmp.h>
@@ -56,6 +58,10 @@ static const sample samples[] = {
     {"n", KILN_KPARAM_I64, {3584, 512}, {NULL, NULL}},
     /* store_kv */
     {"width", KILN_KPARAM_I64, {512, 1024}, {NULL, NULL}},
+    /* store_kv, attention, attention_split, rope_store: the KV cache's
+     * type (F16: rope_store writes no Q8_0; test_cuda_templates compiles
+     * every type in each) */
+    {"kv_type", KILN_KPARAM_DTYPE, {KILN_TYPE_F32, KILN_TYPE_F16}, {NULL, NULL}},
     /* quantize, matvec_q, add_rmsnorm, swiglu_q */
     {"quant", KILN_KPARAM_STR, {0, 0}, {"q16", "q8"}},
     {"add", KILN_KPARAM_I64, {1, 0}, {NULL, NULL}},

@@ -10,8 +10,10 @@
  * matrix of N rows of K values is ne = [K, N], and an activation holding one
  * vector of width H per token is ne = [H, T]. For activations, ne[1] is the
  * capacity (the largest batch the plan was made for); a step uses the first
- * n_tokens columns. All activations, KV caches and recurrent states are
- * F32, contiguous.
+ * n_tokens columns. All activations and recurrent states are F32,
+ * contiguous; a KV cache is F32, F16, BF16 or Q8_0 ([kv_cache] type,
+ * kiln/kv_cache.h), contiguous, one row of kiln_type_row_bytes(type, ne0)
+ * bytes per position (Q8_0: blocks of 32 along ne0, never across heads).
  *
  * Ownership: the graph owns its tensors and nodes; backends receive const
  * pointers that stay valid from prepare() until the backend is closed.
@@ -39,7 +41,7 @@ extern "C" {
 typedef enum kiln_tensor_role {
   KILN_ROLE_WEIGHT = 0,     /* read-only, from the GGUF file (data points into the mmap) */
   KILN_ROLE_ACTIVATION = 1, /* written by one node per step, [width, capacity] F32 */
-  KILN_ROLE_STATE = 2,      /* persists across steps: the KV cache, [width, n_ctx] F32 */
+  KILN_ROLE_STATE = 2,      /* persists across steps: the KV cache, [width, n_ctx] of its KV type */
   KILN_ROLE_INPUT = 3,      /* written by the executor each step: token ids, I32 [capacity] */
   /* A recurrent layer's memory, [width, 1] F32: read and rewritten whole
    * by the one node that owns it (SSM_CONV's conv state, GATED_DELTA_NET's
@@ -77,11 +79,14 @@ typedef enum kiln_op {
    * "RoFormer"; NORM pairs (2i, 2i+1) as llama's reference code does, NEOX
    * pairs (i, i+n_rot/2) as GPT-NeoX and qwen2/qwen3 do). */
   KILN_OP_ROPE = 3,
-  /* Copies src0[W,T] into columns pos0..pos0+T-1 of the KV cache dst
-   * (STATE, [W, n_ctx]). dst is both read and written. */
+  /* Copies src0[W,T] (F32) into columns pos0..pos0+T-1 of the KV cache dst
+   * (STATE, [W, n_ctx]) converted to dst's type (kiln/kv_cache.h:
+   * kiln_kv_store_row: F16/BF16 rounded to nearest even, Q8_0 as llama.cpp's
+   * quantize_row_q8_0_ref). dst is both read and written. */
   KILN_OP_STORE_KV = 4,
   /* Causal attention with GQA: dst[head_dim*n_head, T] from Q src0 [same],
-   * K cache src1 and V cache src2 ([head_dim*n_head_kv, n_ctx]); token t
+   * K cache src1 and V cache src2 ([head_dim*n_head_kv, n_ctx], one KV type,
+   * each value read as kiln_kv_load_row converts it); token t
    * attends to cache positions 0..pos0+t. Query head h reads KV head
    * h / (n_head / n_head_kv). softmax(scale * q.k) v (Vaswani et al. 2017). */
   KILN_OP_ATTENTION = 5,

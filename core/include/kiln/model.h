@@ -117,9 +117,15 @@ typedef struct kiln_graph_options {
    * norms) with this ε instead of the model's (`kiln parity --test-eps`),
    * to show that parity sees the difference. 0 = the model's ε. */
   float eps_override;
+  /* Element type of every K and V cache (kiln/kv_cache.h): F32 (0, the
+   * default of a zeroed struct), F16, BF16 or Q8_0 ([kv_cache] type). */
+  kiln_type kv_type;
 } kiln_graph_options;
 
-/* KILN_STATUS_INVALID_ARGUMENT for batch or n_ctx < 1 or batch > n_ctx. */
+/* KILN_STATUS_INVALID_ARGUMENT for batch or n_ctx < 1 or batch > n_ctx, a
+ * kv_type a KV cache cannot have, or a block-quantized kv_type whose block
+ * (32 for Q8_0) does not divide head_dim (the error names the layer and
+ * head_dim). */
 kiln_status kiln_graph_build(const kiln_model *m, const kiln_graph_options *opt,
                              kiln_graph **out_graph);
 void kiln_graph_free(kiln_graph *g);

@@ -97,8 +97,11 @@ kiln_status kiln_plan_step_end(kiln_plan *p);
  * every graph kiln's builders make has one. */
 bool kiln_plan_has_head(const kiln_plan *p);
 
-/* Copies columns col0..col0+n_cols-1 of F32 tensor t (an activation of the
- * last step, or a KV cache) to out ([ne0, n_cols], ne0 first). */
+/* Copies columns col0..col0+n_cols-1 of tensor t (an F32 activation of
+ * the last step, or a KV cache of any KV type, converted to f32 exactly as
+ * the attention kernels read it: kiln_kv_load_row) to out ([ne0, n_cols],
+ * ne0 first). KILN_STATUS_INVALID_ARGUMENT naming t for a weight, another
+ * type, or columns outside it; KILN_STATUS_NO_MEMORY. */
 kiln_status kiln_plan_read(kiln_plan *p, const kiln_tensor *t, int32_t col0, int32_t n_cols, float *out);
 
 /* Overwrites columns col0..col0+n_cols-1 of F32 tensor t (an activation

@@ -33,6 +33,13 @@ static const kiln_config_key backend_keys[] = {
      "prefill micro-batch: the most prompt tokens one step evaluates"},
 };
 
+static const kiln_config_key kv_cache_keys[] = {
+    {"type", KILN_CONFIG_ENUM, "f32", 0, 0, "f32|f16|bf16|q8_0",
+     "element type of the K and V caches: f32 (4 bytes a value), f16 or bf16 (2, rounded to "
+     "nearest even), q8_0 (34 bytes per 32 values, GGUF's Q8_0 blocks along head_dim, which must "
+     "be a multiple of 32)"},
+};
+
 static const kiln_config_key sampling_keys[] = {
     {"temperature", KILN_CONFIG_FLOAT, "0", 0, 100, NULL, "0 = greedy (argmax); otherwise softmax(logits / T)"},
     {"top_k", KILN_CONFIG_INT, "40", 0, 1000000, NULL, "keep the k most likely tokens (0 = all)"},
@@ -46,6 +53,7 @@ const kiln__config_table kiln__config_core_tables[] = {
     {"general", general_keys, N(general_keys)},
     {"model", model_keys, N(model_keys)},
     {"backend", backend_keys, N(backend_keys)},
+    {"kv_cache", kv_cache_keys, N(kv_cache_keys)},
     {"sampling", sampling_keys, N(sampling_keys)},
     {NULL, NULL, 0},
 };

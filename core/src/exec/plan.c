@@ -1,6 +1,8 @@
 /* The executor: node -> backend assignment, buffers, and steps. */
 #include "config.h"
 
+#include "kiln/kv_cache.h"
+
 #include "kiln/plan.h"
 
 #include <inttypes.h>
@@ -273,17 +275,31 @@ static kiln_status ensure_valid(kiln_plan *p, const kiln_tensor *t, uint32_t b) 
   return NULL;
 }
 
-static kiln_status observe(kiln_plan *p, const kiln_node *n, uint32_t b, int32_t count, int32_t pos0) {
+/* Columns col0 .. col0+n-1 of t from backend b's buffer to out as f32:
+ * F32 directly, a typed KV cache (kiln/kv_cache.h) through its raw rows. */
+static kiln_status download_cols(kiln_plan *p, uint32_t b, const kiln_tensor *t, int64_t col0, int64_t n,
+                                 float *out) {
   kiln_backend *be = p->backends[b];
-  const kiln_tensor *t = n->dst;
-  uint64_t col = (uint64_t)t->ne[0] * sizeof(float);
-  uint64_t off = n->op == KILN_OP_STORE_KV ? col * (uint64_t)pos0 : 0;
-  free(p->observer_buf);
-  p->observer_buf = malloc(col * (uint64_t)count);
-  if (!p->observer_buf) return kiln_status_new(KILN_STATUS_NO_MEMORY, "observer buffer");
+  const uint64_t rb = (uint64_t)kiln_type_row_bytes(t->type, t->ne[0]);
   KILN_RETURN_IF_ERROR(be->ops->sync(be->ctx));
-  KILN_RETURN_IF_ERROR(be->ops->buffer_download(be->ctx, p->bufs[b][t->id], off, p->observer_buf,
-                                                col * (uint64_t)count));
+  if (t->type == KILN_TYPE_F32)
+    return be->ops->buffer_download(be->ctx, p->bufs[b][t->id], rb * (uint64_t)col0, out, rb * (uint64_t)n);
+  const uint64_t nb = rb * (uint64_t)n;
+  uint8_t *raw = malloc(nb ? nb : 1);
+  if (!raw) return kiln_status_new(KILN_STATUS_NO_MEMORY, "reading %s", t->name);
+  kiln_status st = be->ops->buffer_download(be->ctx, p->bufs[b][t->id], rb * (uint64_t)col0, raw, nb);
+  for (int64_t c = 0; !st && c < n; c++) kiln_kv_load_row(t->type, raw + rb * (uint64_t)c, out + c * t->ne[0], t->ne[0]);
+  free(raw);
+  return st;
+}
+
+static kiln_status observe(kiln_plan *p, const kiln_node *n, uint32_t b, int32_t count, int32_t pos0) {
+  const kiln_tensor *t = n->dst;
+  free(p->observer_buf);
+  p->observer_buf = malloc((uint64_t)t->ne[0] * sizeof(float) * (uint64_t)count);
+  if (!p->observer_buf) return kiln_status_new(KILN_STATUS_NO_MEMORY, "observer buffer");
+  /* a STORE_KV's output: the columns it wrote, as f32 */
+  KILN_RETURN_IF_ERROR(download_cols(p, b, t, n->op == KILN_OP_STORE_KV ? pos0 : 0, count, p->observer_buf));
   return p->observer(n, p->observer_buf, count, pos0, p->observer_user);
 }
 
@@ -467,18 +483,15 @@ kiln_status kiln_plan_write(kiln_plan *p, const kiln_tensor *t, int32_t col0, in
 bool kiln_plan_has_head(const kiln_plan *p) { return p->g->out_ids != NULL; }
 
 kiln_status kiln_plan_read(kiln_plan *p, const kiln_tensor *t, int32_t col0, int32_t n_cols, float *out) {
-  if (t->type != KILN_TYPE_F32 || t->role == KILN_ROLE_WEIGHT || col0 < 0 || n_cols < 0 ||
+  const bool typed_kv = t->role == KILN_ROLE_STATE && kiln_kv_type_ok(t->type) &&
+                        kiln_type_row_bytes(t->type, t->ne[0]) > 0;
+  if ((t->type != KILN_TYPE_F32 && !typed_kv) || t->role == KILN_ROLE_WEIGHT || col0 < 0 || n_cols < 0 ||
       col0 + n_cols > t->ne[1])
-    return kiln_status_new(KILN_STATUS_INVALID_ARGUMENT, "reading columns %d..%d of %s", col0,
-                           col0 + n_cols - 1, t->name);
+    return kiln_status_new(KILN_STATUS_INVALID_ARGUMENT, "reading columns %d..%d of %s (%s)", col0,
+                           col0 + n_cols - 1, t->name, kiln_type_name(t->type));
   uint32_t v = p->valid[t->id];
   if (!v) return kiln_status_new(KILN_STATUS_INVALID_ARGUMENT, "tensor %s has not been computed", t->name);
-  uint32_t b = (uint32_t)__builtin_ctz(v);
-  kiln_backend *be = p->backends[b];
-  uint64_t col = (uint64_t)t->ne[0] * sizeof(float);
-  KILN_RETURN_IF_ERROR(be->ops->sync(be->ctx));
-  return be->ops->buffer_download(be->ctx, p->bufs[b][t->id], col * (uint64_t)col0, out,
-                                  col * (uint64_t)n_cols);
+  return download_cols(p, (uint32_t)__builtin_ctz(v), t, col0, n_cols, out);
 }
 
 void kiln_plan_set_observer(kiln_plan *p, kiln_node_observer fn, void *user) {

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "kiln/gguf.h"
+#include "kiln/kv_cache.h"
 #include "kiln/log.h"
 #include "nonfinite.h"
 #include "runtime_internal.h"
@@ -105,11 +106,18 @@ kiln_status kiln_session_open(kiln_runtime *rt, const kiln_model *m, const kiln_
   }
   s->model = m;
   s->config = own;
-  kiln_graph_options go = {batch, n_ctx, opt->eps_override};
-  kiln_status st = kiln_graph_build(m, &go, &s->graph);
+  kiln_graph_options go = {batch, n_ctx, opt->eps_override, KILN_TYPE_F32};
+  /* the schema allows only the names kiln_kv_type_parse knows */
+  const char *kv_name = kiln_config_get_str(kiln_config_section_get(c, "kv_cache"), "type");
+  kiln_status st = NULL;
+  if (kiln_kv_type_parse(kv_name, &go.kv_type) != 0)
+    st = kiln_status_new(KILN_STATUS_INVALID_ARGUMENT, "[kv_cache] type '%s' is not f32, f16, bf16 or q8_0",
+                         kv_name ? kv_name : "(unset)");
+  if (!st) st = kiln_graph_build(m, &go, &s->graph);
   if (!st)
-    kiln_log(KILN_LOG_INFO, NULL, "KV cache: %d positions (%s: context_length %u), %.1f MiB of state on %s",
-             n_ctx, kiln_gguf_path(kiln_model_gguf(m)), n_train,
+    kiln_log(KILN_LOG_INFO, NULL,
+             "KV cache: %d positions of %s (%s: context_length %u), %.1f MiB of state on %s", n_ctx,
+             kiln_kv_type_config_name(go.kv_type), kiln_gguf_path(kiln_model_gguf(m)), n_train,
              (double)state_bytes(s->graph) / (1024.0 * 1024.0), backend);
   if (!st) st = kiln_plan_create(s->graph, kiln_runtime_plugins(rt), c, backend, fallback, &s->plan);
   if (!st) st = kiln_plan_preload(s->plan);

@@ -2,6 +2,8 @@
  * (core/src/model/) writes them and the planner reads them. */
 #include "config.h"
 
+#include "kiln/kv_cache.h"
+
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -32,6 +34,21 @@ kiln_status kiln__graph_add_tensor(kiln_graph *g, const char *name, kiln_type ty
   g->tensors[g->n_tensors++] = t;
   *out = t;
   return NULL;
+}
+
+kiln_status kiln__graph_add_kv_caches(kiln_graph *g, int32_t layer, int64_t head_dim, int64_t kv_width,
+                                      kiln_tensor **out_k, kiln_tensor **out_v) {
+  const int64_t bs = kiln_type_block_size(g->kv_type);
+  if (bs < 1 || head_dim % bs != 0)
+    return kiln_status_new(KILN_STATUS_INVALID_ARGUMENT,
+                           "layer %d: [kv_cache] type %s needs head_dim to be a multiple of %lld (its "
+                           "blocks run along head_dim); this model's head_dim is %lld",
+                           (int)layer, kiln_kv_type_config_name(g->kv_type), (long long)bs, (long long)head_dim);
+  char nm[KILN_NAME_MAX];
+  snprintf(nm, sizeof nm, "blk.%d.cache_k", (int)layer);
+  KILN_RETURN_IF_ERROR(kiln__graph_add_tensor(g, nm, g->kv_type, KILN_ROLE_STATE, kv_width, g->n_ctx, NULL, out_k));
+  snprintf(nm, sizeof nm, "blk.%d.cache_v", (int)layer);
+  return kiln__graph_add_tensor(g, nm, g->kv_type, KILN_ROLE_STATE, kv_width, g->n_ctx, NULL, out_v);
 }
 
 kiln_status kiln__graph_add_node(kiln_graph *g, kiln_op op, int32_t layer, const char *name, int64_t width,

@@ -12,6 +12,7 @@ struct kiln_graph {
   uint32_t n_nodes, cap_nodes;
   const kiln_tensor *tokens, *logits;
   int32_t batch, n_ctx;
+  kiln_type kv_type; /* of every KV cache (kiln_graph_options.kv_type) */
   /* The output head (kiln__graph_add_head): nodes [head_first, n_nodes)
    * run only for the columns named in out_ids (I32 INPUT [batch]). NULL
    * out_ids: a builder without a head, whose logits cover every column. */
@@ -23,6 +24,14 @@ struct kiln_graph {
  * weight's bytes) or NULL for activations and state. KILN_STATUS_NO_MEMORY. */
 kiln_status kiln__graph_add_tensor(kiln_graph *g, const char *name, kiln_type type, kiln_tensor_role role,
                                    int64_t ne0, int64_t ne1, const void *data, kiln_tensor **out);
+
+/* A layer's K and V caches, "blk.<layer>.cache_k" and ".cache_v": STATE
+ * [kv_width, n_ctx] of the graph's kv_type. KILN_STATUS_INVALID_ARGUMENT
+ * naming the layer and head_dim when the type is block-quantized (Q8_0:
+ * blocks of 32 along ne0) and head_dim is not a multiple of its block, so
+ * that no block straddles two heads; KILN_STATUS_NO_MEMORY. */
+kiln_status kiln__graph_add_kv_caches(kiln_graph *g, int32_t layer, int64_t head_dim, int64_t kv_width,
+                                      kiln_tensor **out_k, kiln_tensor **out_v);
 
 /* A node `op` reading the n_src tensors that follow and writing `dst`, or,
  * when dst_or_null is NULL, a fresh F32 activation [width, batch] named like

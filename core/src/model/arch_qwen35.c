@@ -266,10 +266,7 @@ static kiln_status full_attention(blk *b, kiln_tensor *h, kiln_tensor **out) {
   KILN_RETURN_IF_ERROR(kiln__graph_add_node(b->g, KILN_OP_ROPE, L, bname(b, "rope_k"), d.kvw, NULL, &nd, &k, 1, k));
   rope.n_head = (int32_t)hp->n_head_kv;
   nd->p.rope = rope;
-  KILN_RETURN_IF_ERROR(kiln__graph_add_tensor(b->g, bname(b, "cache_k"), KILN_TYPE_F32, KILN_ROLE_STATE, d.kvw,
-                                              b->g->n_ctx, NULL, &kc));
-  KILN_RETURN_IF_ERROR(kiln__graph_add_tensor(b->g, bname(b, "cache_v"), KILN_TYPE_F32, KILN_ROLE_STATE, d.kvw,
-                                              b->g->n_ctx, NULL, &vc));
+  KILN_RETURN_IF_ERROR(kiln__graph_add_kv_caches(b->g, L, hd, d.kvw, &kc, &vc));
   KILN_RETURN_IF_ERROR(kiln__graph_add_node(b->g, KILN_OP_STORE_KV, L, bname(b, "store_k"), d.kvw, kc, NULL, NULL,
                                             1, k));
   KILN_RETURN_IF_ERROR(kiln__graph_add_node(b->g, KILN_OP_STORE_KV, L, bname(b, "store_v"), d.kvw, vc, NULL, NULL,

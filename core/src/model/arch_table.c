@@ -2,6 +2,8 @@
  * graph builder's entry point that dispatches on them. */
 #include "config.h"
 
+#include "kiln/kv_cache.h"
+
 #include <stdlib.h>
 #include <string.h>
 
@@ -28,9 +30,14 @@ kiln_status kiln_graph_build(const kiln_model *m, const kiln_graph_options *opt,
     return kiln_status_new(KILN_STATUS_INVALID_ARGUMENT,
                            "graph: batch %d and n_ctx %d must be >= 1 with batch <= n_ctx", opt->batch,
                            opt->n_ctx);
+  if (!kiln_kv_type_ok(opt->kv_type))
+    return kiln_status_new(KILN_STATUS_INVALID_ARGUMENT,
+                           "graph: KV cache type %s (id %d) is not one of F32, F16, BF16, Q8_0",
+                           kiln_type_name(opt->kv_type), (int)opt->kv_type);
   kiln_graph *g = calloc(1, sizeof *g);
   if (!g) return kiln_status_new(KILN_STATUS_NO_MEMORY, "graph");
   g->batch = opt->batch;
+  g->kv_type = opt->kv_type;
   g->n_ctx = opt->n_ctx;
   float eps = opt->eps_override > 0.0f ? opt->eps_override : m->hp.eps;
   kiln_status st = m->arch->build(g, m, eps);

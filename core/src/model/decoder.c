@@ -154,8 +154,7 @@ kiln_status kiln__decoder_build(kiln_graph *g, const kiln_model *m, float eps) {
     nd->p.rope.n_head = (int32_t)hp->n_head_kv;
 
     kiln_tensor *kc, *vc;
-    KILN_RETURN_IF_ERROR(kiln__graph_add_tensor(g, LNAME("cache_k"), KILN_TYPE_F32, KILN_ROLE_STATE, kvw, g->n_ctx, NULL, &kc));
-    KILN_RETURN_IF_ERROR(kiln__graph_add_tensor(g, LNAME("cache_v"), KILN_TYPE_F32, KILN_ROLE_STATE, kvw, g->n_ctx, NULL, &vc));
+    KILN_RETURN_IF_ERROR(kiln__graph_add_kv_caches(g, L, hp->head_dim, kvw, &kc, &vc));
     KILN_RETURN_IF_ERROR(kiln__graph_add_node(g, KILN_OP_STORE_KV, L, LNAME("store_k"), kvw, kc, NULL, NULL, 1, k));
     KILN_RETURN_IF_ERROR(kiln__graph_add_node(g, KILN_OP_STORE_KV, L, LNAME("store_v"), kvw, vc, NULL, NULL, 1, v));
     KILN_RETURN_IF_ERROR(kiln__graph_add_node(g, KILN_OP_ATTENTION, L, LNAME("attn"), qw, NULL, &nd, &a, 3, q, kc, vc));

@@ -56,7 +56,8 @@ kiln_status kiln_tp_emulator_open(kiln_runtime *rt, const kiln_model *m, const k
   if (!e) return kiln_status_new(KILN_STATUS_NO_MEMORY, "tensor-parallel emulator");
   e->m = m;
   e->n = opt->n_shards;
-  kiln_graph_options go = {opt->batch, opt->n_ctx, 0.0f};
+  /* f32 KV caches: the shards split cache rows by width ([kv_cache] type is not applied here) */
+  kiln_graph_options go = {opt->batch, opt->n_ctx, 0.0f, KILN_TYPE_F32};
   kiln_status st = emulator_config(rt, opt, &e->config);
   if (!st) st = kiln_graph_build(m, &go, &e->g);
   if (!st) st = kiln_tp_plan_create(e->g, kiln_model_hparams(m), opt->n_shards, &e->plan);
