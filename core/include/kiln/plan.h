@@ -93,6 +93,14 @@ kiln_status kiln_plan_step_begin(kiln_plan *p, const int32_t *tokens, int32_t n,
 kiln_status kiln_plan_step_nodes(kiln_plan *p, uint32_t first, uint32_t count);
 kiln_status kiln_plan_step_end(kiln_plan *p);
 
+/* Waits until every backend of the plan has finished the work its steps
+ * queued: a step that asks for no logits returns once its launches are
+ * queued on an asynchronous backend (CUDA), so a caller that times what
+ * comes next (kiln bench after its untimed depth) waits here first, as
+ * llama-bench calls llama_synchronize. The first backend's error
+ * (KILN_STATUS_DEVICE for a failed kernel), annotated with its name. */
+kiln_status kiln_plan_sync(kiln_plan *p);
+
 /* Whether the graph has a separate output head (kiln_plan_step_outputs()):
  * every graph kiln's builders make has one. */
 bool kiln_plan_has_head(const kiln_plan *p);

@@ -480,6 +480,14 @@ kiln_status kiln_plan_write(kiln_plan *p, const kiln_tensor *t, int32_t col0, in
   return NULL;
 }
 
+kiln_status kiln_plan_sync(kiln_plan *p) {
+  for (uint32_t b = 0; b < p->n_backends; b++) {
+    kiln_status st = p->backends[b]->ops->sync(p->backends[b]->ctx);
+    if (st) return kiln_status_annotate(st, "backend %s", p->backends[b]->name);
+  }
+  return NULL;
+}
+
 bool kiln_plan_has_head(const kiln_plan *p) { return p->g->out_ids != NULL; }
 
 kiln_status kiln_plan_read(kiln_plan *p, const kiln_tensor *t, int32_t col0, int32_t n_cols, float *out) {
