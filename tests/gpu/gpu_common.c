@@ -400,3 +400,28 @@ float *kg_dequant(kiln_type type, const uint8_t *w, int64_t K, int64_t rows) {
   KT_ASSERT_OK(kiln_dequantize(type, w, v, K * rows));
   return v;
 }
+
+void kg_attention_op(kg_op *op, int hd, int nh, int nkv, int cols, int n_ctx, float scale) {
+  op->n_tensors = 4;
+  op->t[0] = kg_tensor(0, KILN_TYPE_F32, KILN_ROLE_ACTIVATION, (int64_t)hd * nh, cols, 0, "q");
+  op->t[1] = kg_tensor(1, KILN_TYPE_F32, KILN_ROLE_STATE, (int64_t)hd * nkv, n_ctx, 0, "cache_k");
+  op->t[2] = kg_tensor(2, KILN_TYPE_F32, KILN_ROLE_STATE, (int64_t)hd * nkv, n_ctx, 0, "cache_v");
+  op->t[3] = kg_tensor(3, KILN_TYPE_F32, KILN_ROLE_ACTIVATION, (int64_t)hd * nh, cols, 0, "attn_out");
+  op->node.op = KILN_OP_ATTENTION;
+  op->node.src[0] = &op->t[0];
+  op->node.src[1] = &op->t[1];
+  op->node.src[2] = &op->t[2];
+  op->node.dst = &op->t[3];
+  op->node.p.attention = (kiln_attention_params){nh, nkv, hd, scale};
+  snprintf(op->node.name, sizeof op->node.name, "blk.0.attn");
+}
+
+double kg_max_rel(const float *test, const float *ref, int64_t n) {
+  double mx = 0, mr = 0;
+  for (int64_t i = 0; i < n; i++) {
+    const double d = fabs((double)test[i] - ref[i]);
+    if (d > mx || d != d) mx = d;
+    if (fabs(ref[i]) > mr) mr = fabs(ref[i]);
+  }
+  return mr > 0 ? mx / mr : mx;
+}

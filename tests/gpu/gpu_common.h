@@ -90,6 +90,16 @@ typedef struct kg_op {
   kiln_node node;
 } kg_op;
 
+/* An ATTENTION node "blk.0.attn" on op's tensors 0..3: q [hd * nh, cols]
+ * (ACTIVATION), the K and V caches [hd * nkv, n_ctx] (STATE, f32), y
+ * [hd * nh, cols]; the softmax scale as given. op->data[] is the caller's
+ * to fill (q, the caches). */
+void kg_attention_op(kg_op *op, int hd, int nh, int nkv, int cols, int n_ctx, float scale);
+
+/* The largest |test - ref| over the largest |ref| (a NaN in test counts as
+ * the largest difference), for reports beside kg_compare's. */
+double kg_max_rel(const float *test, const float *ref, int64_t n);
+
 /* A tensor [ne0, ne1] of type/role with nbytes from the type's row size
  * plus pad bytes. */
 kiln_tensor kg_tensor(int32_t id, kiln_type type, kiln_tensor_role role, int64_t ne0, int64_t ne1,

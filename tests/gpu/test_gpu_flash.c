@@ -51,11 +51,7 @@ static void case_make(flash_case *c, int hd, int nh, int nkv, int T, int pos0) {
   memset(c, 0, sizeof *c);
   const int n_kv = pos0 + T, n_ctx = n_kv + 3;
   kg_op *op = &c->op;
-  op->n_tensors = 4;
-  op->t[0] = kg_tensor(0, KILN_TYPE_F32, KILN_ROLE_ACTIVATION, hd * nh, T, 0, "q");
-  op->t[1] = kg_tensor(1, KILN_TYPE_F32, KILN_ROLE_STATE, hd * nkv, n_ctx, 0, "cache_k");
-  op->t[2] = kg_tensor(2, KILN_TYPE_F32, KILN_ROLE_STATE, hd * nkv, n_ctx, 0, "cache_v");
-  op->t[3] = kg_tensor(3, KILN_TYPE_F32, KILN_ROLE_ACTIVATION, hd * nh, T, 0, "attn_out");
+  kg_attention_op(op, hd, nh, nkv, T, n_ctx, (float)(1.0 / sqrt((double)hd)));
   c->q = kg_alloc(op->t[0].nbytes);
   c->k = kg_alloc(op->t[1].nbytes);
   c->v = kg_alloc(op->t[2].nbytes);
@@ -68,13 +64,6 @@ static void case_make(flash_case *c, int hd, int nh, int nkv, int T, int pos0) {
   op->data[0] = c->q;
   op->data[1] = c->k;
   op->data[2] = c->v;
-  op->node.op = KILN_OP_ATTENTION;
-  op->node.src[0] = &op->t[0];
-  op->node.src[1] = &op->t[1];
-  op->node.src[2] = &op->t[2];
-  op->node.dst = &op->t[3];
-  op->node.p.attention = (kiln_attention_params){nh, nkv, hd, (float)(1.0 / sqrt((double)hd))};
-  snprintf(op->node.name, sizeof op->node.name, "blk.0.attn");
   c->T = T;
   c->pos0 = pos0;
 }
@@ -83,17 +72,6 @@ static void case_free(flash_case *c) {
   free(c->q);
   free(c->k);
   free(c->v);
-}
-
-/* The largest |test - ref| over the largest |ref|. */
-static double max_rel(const float *test, const float *ref, int64_t n) {
-  double mx = 0, mr = 0;
-  for (int64_t i = 0; i < n; i++) {
-    const double d = fabs((double)test[i] - ref[i]);
-    if (d > mx || d != d) mx = d;
-    if (fabs(ref[i]) > mr) mr = fabs(ref[i]);
-  }
-  return mr > 0 ? mx / mr : mx;
 }
 
 /* Runs c on cpu (f64) and on every CUDA backend; out[b] (when not NULL)
@@ -125,7 +103,7 @@ static int run_case(kiln_runtime *rt, flash_case *c, const char *mode, double to
            "%.3e (token %lld), worst |ratio-1| %.3e (token %lld); max rel %.3e%s%s\n",
            kg_backends[b], (int)p->head_dim, (int)p->n_head, (int)p->n_head_kv, c->T, c->pos0,
            c->pos0 + c->T, mode, wst.rel_l2, (long long)wst.at_rel, wst.ratio_dev,
-           (long long)wst.at_ratio, max_rel(got, ref, n), wst.all_finite ? "" : ", NOT FINITE",
+           (long long)wst.at_ratio, kg_max_rel(got, ref, n), wst.all_finite ? "" : ", NOT FINITE",
            ok ? "" : "  FAIL");
     if (!ok) bad++;
     if (out && out[b]) memcpy(out[b], got, (size_t)n * sizeof(float));
