@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cli.h"
 #include "kiln/perplexity.h"
@@ -43,6 +44,10 @@ static void on_chunk(int32_t chunk, int32_t n_chunk, double ppl, double seconds,
     printf("[%d]%.4f,", chunk + 1, ppl);
     fflush(stdout);
   }
+  /* The values are the progress on a terminal, as llama-perplexity's are:
+   * a progress line there would be drawn over them (the same line, no
+   * newline yet) and erase them. */
+  if (!p->json && isatty(STDOUT_FILENO)) return;
   if (chunk + 1 < n_chunk) cli_progress("kiln: perplexity chunk %d/%d", chunk + 2, n_chunk);
   else cli_progress_clear();
 }

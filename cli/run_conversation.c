@@ -164,8 +164,22 @@ int run_conversation(const run_conversation_args *a) {
     free(ids);
     if (rc) break;
     if (gs.stopped_at_ctx) {
-      fprintf(stderr, "kiln run: the KV cache of %d positions is full: the conversation ends here (raise -c)\n",
-              n_ctx);
+      /* The reply filled the cache: a message still to come cannot be
+       * answered (an error, as a turn that does not fit is); at the end of
+       * input the conversation is simply over, with the reply cut short.
+       * On a terminal the next message would be typed now: there is none
+       * to wait for. */
+      char *next = prompt_user ? NULL : read_message(a->in, &st);
+      if (prompt_user || next)
+        st = kiln_status_new(KILN_STATUS_OUT_OF_RANGE,
+                             "turn %d's reply filled the KV cache of %d positions: no room for turn %d "
+                             "(raise -c / [model] n_ctx)",
+                             turn, n_ctx, turn + 1);
+      else if (!st)
+        fprintf(stderr, "kiln run: warning: turn %d's reply stopped when the KV cache of %d positions was full "
+                        "(raise -c)\n",
+                turn, n_ctx);
+      free(next);
       break;
     }
     prev = end_of_reply(&out, &gs, turn_end);

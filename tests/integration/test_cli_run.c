@@ -204,6 +204,20 @@ static void test_conversation_keeps_the_cache(void **state) {
   assert_non_null(strstr(p.err, "kiln: turn 2 | prefill "));
   assert_null(strstr(p.err, "kiln: turn 3"));
   kt_proc_free(&p);
+
+  /* A reply that fills the cache: with a message still to come, an error
+   * naming the cache (the message is never answered); at the end of input,
+   * a warning and exit 0. */
+  const char *full[] = {"run", "-m", plain, "-i", "-n", "200", "-c", "40", "--ignore-eos", NULL};
+  assert_true(kt_kiln(full, "Hello\nBye\n", 10, false, &p));
+  assert_int_equal(p.status, 1);
+  assert_non_null(strstr(p.err, "turn 1's reply filled the KV cache of 40 positions: no room for turn 2"));
+  assert_null(strstr(p.err, "kiln: turn 2"));
+  kt_proc_free(&p);
+  assert_true(kt_kiln(full, "Hello\n", 6, false, &p));
+  assert_int_equal(p.status, 0);
+  assert_non_null(strstr(p.err, "warning: turn 1's reply stopped when the KV cache of 40 positions was full"));
+  kt_proc_free(&p);
 }
 
 /* A reply the model closes with <|im_end|>: that token goes into the cache
