@@ -162,7 +162,8 @@ static int32_t threads_of(const kiln_config *cfg, const char *backend) {
 
 typedef struct bench_info {
   const char *model, *backend;
-  char precision[48];
+  const char *kv; /* [kv_cache] type: llama-bench's type_k and type_v */
+  char precision[64];
   int32_t threads, batch, depth, reps;
 } bench_info;
 
@@ -174,10 +175,10 @@ static json_t *test_json(const bench_info *in, const bench_test *t) {
     json_array_append_new(ns, json_integer((json_int_t)llround(t->seconds[r] * 1e9)));
     json_array_append_new(ts, json_real(n / t->seconds[r]));
   }
-  return json_pack("{s:s, s:s, s:o, s:s, s:i, s:i, s:i, s:i, s:s, s:I, s:I, s:f, s:f, s:f, s:f, s:o, s:o}",
+  return json_pack("{s:s, s:s, s:o, s:s, s:s, s:s, s:i, s:i, s:i, s:i, s:s, s:I, s:I, s:f, s:f, s:f, s:f, s:o, s:o}",
                    "model_filename", in->model, "backend", in->backend,
                    "n_threads", in->threads >= 0 ? json_integer(in->threads) : json_null(), "precision",
-                   in->precision, "n_batch", in->batch, "n_prompt", t->n_prompt, "n_gen", t->n_gen, "n_depth",
+                   in->precision, "type_k", in->kv, "type_v", in->kv, "n_batch", in->batch, "n_prompt", t->n_prompt, "n_gen", t->n_gen, "n_depth",
                    in->depth, "test", t->name, "avg_ns", (json_int_t)llround(b.avg_s * 1e9), "stddev_ns",
                    (json_int_t)llround(b.sd_s * 1e9), "avg_ts", b.avg_ts, "stddev_ts", b.sd_ts, "ms_per_token",
                    b.avg_s * 1e3 / n, "total_ms", b.avg_s * 1e3, "samples_ns", ns, "samples_ts", ts);
@@ -203,13 +204,13 @@ static bool print_results(const char *format, const bench_info *in, const bench_
   }
   if (!strcmp(format, "csv")) {
     printf("model,backend,threads,precision,n_batch,n_depth,test,n_prompt,n_gen,avg_ts,stddev_ts,ms_per_token,"
-           "total_ms\n");
+           "total_ms,type_k,type_v\n");
     for (int i = 0; i < n_tests; i++) {
       bench_stats b = stats_of(&tests[i], in->reps);
       int32_t n = tests[i].n_prompt ? tests[i].n_prompt : tests[i].n_gen;
-      printf("%s,%s,%s,%s,%d,%d,%s,%d,%d,%.4f,%.4f,%.6f,%.6f\n", in->model, in->backend, threads, in->precision,
-             in->batch, in->depth, tests[i].name, tests[i].n_prompt, tests[i].n_gen, b.avg_ts, b.sd_ts,
-             b.avg_s * 1e3 / n, b.avg_s * 1e3);
+      printf("%s,%s,%s,\"%s\",%d,%d,%s,%d,%d,%.4f,%.4f,%.6f,%.6f,%s,%s\n", in->model, in->backend, threads,
+             in->precision, in->batch, in->depth, tests[i].name, tests[i].n_prompt, tests[i].n_gen, b.avg_ts,
+             b.sd_ts, b.avg_s * 1e3 / n, b.avg_s * 1e3, in->kv, in->kv);
     }
     return true;
   }
@@ -311,9 +312,17 @@ int cmd_bench(int argc, char **argv) {
   } else {
     kiln_plan *plan = kiln_session_plan(s);
     const kiln_config *cfg = kiln_runtime_config(rt);
-    bench_info in = {model_path, kiln_plan_backend_name(plan), "", threads_of(cfg, kiln_plan_backend_name(plan)),
-                     kiln_graph_batch(kiln_plan_graph(plan)), depth, reps};
+    bench_info in = {model_path, kiln_plan_backend_name(plan),
+                     kiln_config_get_str(kiln_config_section_get(cfg, "kv_cache"), "type"), "",
+                     threads_of(cfg, kiln_plan_backend_name(plan)), kiln_graph_batch(kiln_plan_graph(plan)), depth,
+                     reps};
     precision_of(cfg, in.backend, in.precision, sizeof in.precision);
+    /* A KV cache in another type than f32 shows in the table's precision. */
+    if (strcmp(in.kv, "f32") != 0) {
+      const bool none = strcmp(in.precision, "-") == 0;
+      const size_t used = none ? 0 : strlen(in.precision);
+      snprintf(in.precision + used, sizeof in.precision - used, "%sKV %s", none ? "" : ", ", in.kv);
+    }
     if (kiln_plan_n_fallbacks(plan)) kiln_plan_print_fallbacks(plan, stderr);
     if (!print_results(format, &in, tests, n_tests)) rc = CLI_EXIT_FAIL;
   }

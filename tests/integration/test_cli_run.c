@@ -378,6 +378,34 @@ static void test_parity_and_bench_output(void **state) {
   assert_non_null(strstr(p.out, "| plain.gguf | cpu | 1 | f32 | 24 | pp16 @ d8 | "));
   assert_non_null(strstr(p.out, "| tg4 @ d8 | "));
   kt_proc_free(&p);
+
+  /* The KV cache's type shows: in the table's precision, and as
+   * llama-bench's type_k / type_v in JSON and CSV (whose precision, which
+   * can hold commas, is quoted). */
+  char ini[4200];
+  snprintf(ini, sizeof ini, "%s/kv16.ini", dir);
+  assert_true(kt_write_file(ini, "[kv_cache]\ntype = f16\n", 22));
+  const char *kb[] = {"bench", "-m", plain, "-p", "8", "-n", "0", "-r", "1", "-t", "1", "--config", ini, NULL};
+  assert_true(kt_kiln(kb, NULL, 0, false, &p));
+  assert_int_equal(p.status, 0);
+  assert_non_null(strstr(p.out, "| plain.gguf | cpu | 1 | f32, KV f16 | 8 | pp8 | "));
+  kt_proc_free(&p);
+  const char *kj[] = {"bench", "-m", plain, "-p", "8", "-n", "0", "-r", "1", "-t", "1", "--config", ini, "-o", "json", NULL};
+  assert_true(kt_kiln(kj, NULL, 0, false, &p));
+  assert_int_equal(p.status, 0);
+  j = json_loads(p.out, 0, NULL);
+  assert_non_null(j);
+  assert_string_equal(json_string_value(json_object_get(json_array_get(j, 0), "type_k")), "f16");
+  assert_string_equal(json_string_value(json_object_get(json_array_get(j, 0), "type_v")), "f16");
+  json_decref(j);
+  kt_proc_free(&p);
+  const char *kc[] = {"bench", "-m", plain, "-p", "8", "-n", "0", "-r", "1", "-t", "1", "--config", ini, "-o", "csv", NULL};
+  assert_true(kt_kiln(kc, NULL, 0, false, &p));
+  assert_int_equal(p.status, 0);
+  assert_non_null(strstr(p.out, ",total_ms,type_k,type_v\n"));
+  assert_non_null(strstr(p.out, ",cpu,1,\"f32, KV f16\",8,0,pp8,"));
+  assert_non_null(strstr(p.out, ",f16,f16\n"));
+  kt_proc_free(&p);
 }
 
 /* Progress lines go to stderr only when it is a terminal. */
