@@ -12,11 +12,12 @@
 #include "kiln/half.h"
 
 static void usage(FILE *out) {
-  fputs("usage: kiln inspect [--no-tensors] MODEL.gguf\n"
+  fputs("usage: kiln inspect [--no-tensors] [-m] MODEL.gguf\n"
         "\n"
         "Prints the GGUF header, every metadata key (arrays abbreviated), the\n"
         "effective hyperparameters kiln would run with, and the tensor table\n"
-        "(name, type, shape ne0 first, offset in the data section, bytes).\n",
+        "(name, type, shape ne0 first, offset in the data section, bytes).\n"
+        "-m MODEL.gguf names the model as the other commands do.\n",
         out);
 }
 
@@ -84,12 +85,15 @@ static void print_value(const kiln_gguf *g, const kiln_gguf_kv *kv) {
 
 int cmd_inspect(int argc, char **argv) {
   static const struct option longopts[] = {
-      {"no-tensors", no_argument, 0, 'N'}, {"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
+      {"no-tensors", no_argument, 0, 'N'}, {"model", required_argument, 0, 'm'},
+      {"help", no_argument, 0, 'h'},       {0, 0, 0, 0}};
   bool tensors = true;
+  const char *model = NULL;
   int opt;
   optind = 1;
-  while ((opt = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
+  while ((opt = getopt_long(argc, argv, "hm:", longopts, NULL)) != -1) {
     if (opt == 'N') tensors = false;
+    else if (opt == 'm') model = optarg;
     else if (opt == 'h') {
       usage(stdout);
       return 0;
@@ -98,12 +102,13 @@ int cmd_inspect(int argc, char **argv) {
       return 2;
     }
   }
-  if (optind + 1 != argc) {
-    fprintf(stderr, "kiln inspect: %s\n", optind == argc ? "give one MODEL.gguf" : "one model at a time");
+  const int n_pos = argc - optind + (model ? 1 : 0); /* -m and a positional model both count */
+  if (n_pos != 1) {
+    fprintf(stderr, "kiln inspect: %s\n", n_pos == 0 ? "give one MODEL.gguf" : "one model at a time");
     usage(stderr);
     return 2;
   }
-  const char *path = argv[optind];
+  const char *path = model ? model : argv[optind];
   kiln_gguf *g;
   kiln_status st = kiln_gguf_open(path, &g);
   if (st) return cli_fail("inspect", st);

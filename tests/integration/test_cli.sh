@@ -32,6 +32,10 @@ echo "ok: kiln run prints llama.cpp's greedy continuation"
 "$kiln" inspect "$models/stories260K.gguf" >"$tmp/inspect" || fail "inspect exited $?"
 grep -q "GGUF version 3" "$tmp/inspect" || fail "inspect: no version"
 grep -q "eps            = 9.99999975e-06 (f32 0x3727c5ac)" "$tmp/inspect" || fail "inspect: eps"
+# -m names the model as in the other commands; two models are refused
+"$kiln" inspect -m "$models/stories260K.gguf" | cmp -s - "$tmp/inspect" || fail "inspect -m: not the same output"
+"$kiln" inspect -m "$models/stories260K.gguf" "$models/stories260K.gguf" >/dev/null 2>&1
+[ $? -eq 2 ] || fail "inspect -m MODEL MODEL: not a usage error"
 grep -q "blk.4.ffn_down.weight" "$tmp/inspect" || fail "inspect: tensors"
 echo "ok: inspect"
 
