@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "cli.h"
 #include "kiln/chat.h"
@@ -18,6 +19,24 @@
 static bool same_file(const char *a, const char *b) {
   struct stat sa, sb;
   return stat(a, &sa) == 0 && stat(b, &sb) == 0 && sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
+}
+
+/* A report's folder must take a new file, checked before the run (which
+ * can take minutes) rather than after it. */
+static kiln_status report_folder_ok(const char *flag, const char *path) {
+  char dir[4096];
+  const char *slash = strrchr(path, '/');
+  if (!slash) snprintf(dir, sizeof dir, ".");
+  else if (slash == path) snprintf(dir, sizeof dir, "/");
+  else snprintf(dir, sizeof dir, "%.*s", (int)(slash - path), path);
+  struct stat st;
+  if (stat(dir, &st) != 0)
+    return kiln_status_new(KILN_STATUS_IO, "%s %s: folder %s: %s", flag, path, dir, strerror(errno));
+  if (!S_ISDIR(st.st_mode))
+    return kiln_status_new(KILN_STATUS_IO, "%s %s: %s is not a folder", flag, path, dir);
+  if (access(dir, W_OK | X_OK) != 0)
+    return kiln_status_new(KILN_STATUS_IO, "%s %s: folder %s: %s", flag, path, dir, strerror(errno));
+  return NULL;
 }
 
 static void usage(FILE *out) {
@@ -183,6 +202,8 @@ int cmd_parity(int argc, char **argv) {
     st = kiln_status_new(KILN_STATUS_INVALID_ARGUMENT, "--csv %s is the model file %s", csv, model_path);
   if (!st && plot && same_file(plot, model_path))
     st = kiln_status_new(KILN_STATUS_INVALID_ARGUMENT, "--plot %s is the model file %s", plot, model_path);
+  if (!st && csv) st = report_folder_ok("--csv", csv);
+  if (!st && plot) st = report_folder_ok("--plot", plot);
   if (!st) st = kiln_model_open(model_path, &m);
   if (!st && !kiln_model_vocab(m)) st = kiln_status_new(KILN_STATUS_UNSUPPORTED, "%s has no vocabulary", model_path);
   const kiln_vocab *voc = m ? kiln_model_vocab(m) : NULL;

@@ -124,10 +124,18 @@ echo old >"$tmp/r.csv"
   || fail "parity --csv onto a writable file exited $?"
 head -1 "$tmp/r.csv" | grep -q '^node,op,pos' || fail "parity --csv: no header in the report"
 [ -z "$(ls "$tmp" | grep '\.tmp-')" ] || fail "parity left a temporary file: $(ls "$tmp")"
+# A report into a missing folder is refused before the run, naming it.
 "$kiln" parity -m "$model" -p Once --ref cpu:f64 --test cpu --json --plot "$tmp/no/such/x.svg" \
   >"$tmp/out" 2>"$tmp/err"
 [ $? -eq 1 ] || fail "parity --plot into a missing folder: exit status not 1"
+[ -s "$tmp/out" ] && { head -3 "$tmp/out"; fail "parity --plot into a missing folder: it ran first"; }
+grep -q "folder $tmp/no/such: No such file or directory" "$tmp/err" || { cat "$tmp/err"; fail "parity --plot: message"; }
+"$kiln" parity -m "$model" -p Once --ref cpu:f64 --test cpu --csv "$tmp/no/such/x.csv" >"$tmp/out" 2>"$tmp/err"
+[ $? -eq 1 ] && [ ! -s "$tmp/out" ] || fail "parity --csv into a missing folder: not refused before the run"
+"$kiln" parity -m "$model" -p Once --ref cpu:f64 --test cpu --json --plot "$tmp/x.svg" >"$tmp/out" 2>"$tmp/err" \
+  || fail "parity --json --plot exited $?"
 grep -q '<svg' "$tmp/out" && fail "parity --plot: the SVG reached stdout"
+grep -q '<svg' "$tmp/x.svg" || fail "parity --plot: no SVG in the file"
 python3 -c 'import json,sys; json.load(open(sys.argv[1]))' "$tmp/out" 2>/dev/null \
   || { head -5 "$tmp/out"; fail "parity --json --plot: stdout is not JSON"; }
 echo "ok: parity reports never replace the model or a read-only file"
