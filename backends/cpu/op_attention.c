@@ -78,6 +78,20 @@ static void attend_f32(const attention_task *a, const float *q, const float *k, 
   for (int64_t d = 0; d < hd; d++) y[d] = acc[d] / sum;
 }
 
+/* One (token, head) pair on rows k, v of kv_stride floats. */
+static void attend(const attention_task *a, const float *q, const float *k, const float *v,
+                   int64_t n_keys, int64_t kv_stride, double *scratch, int64_t max_keys, float *y) {
+  if (a->f64)
+    attend_f64(a, q, k, v, n_keys, kv_stride, scratch, scratch + max_keys, y);
+#if CPU_HAVE_AVX2_KERNELS
+  else if (a->avx2)
+    cpu_attend_f32_avx2(q, k, v, n_keys, kv_stride, a->p->head_dim, a->p->scale, (float *)scratch,
+                        (float *)(scratch + max_keys), y);
+#endif
+  else
+    attend_f32(a, q, k, v, n_keys, kv_stride, (float *)scratch, (float *)(scratch + max_keys), y);
+}
+
 CPU_HOT static void attention_run(void *arg, int ith, int nth) {
   const attention_task *a = arg;
   const int64_t hd = a->p->head_dim, nh = a->p->n_head, nkv = a->p->n_head_kv;
@@ -94,31 +108,8 @@ CPU_HOT static void attention_run(void *arg, int ith, int nth) {
     const float *q = a->q + t * q_stride + h * hd;
     const float *k = a->k + g * hd;
     const float *v = a->v + g * hd;
-    float *y = a->y + t * q_stride + h * hd;
-    if (a->f64)
-      attend_f64(a, q, k, v, n_keys, kv_stride, scratch, scratch + max_keys, y);
-#if CPU_HAVE_AVX2_KERNELS
-    else if (a->avx2)
-      cpu_attend_f32_avx2(q, k, v, n_keys, kv_stride, hd, a->p->scale, (float *)scratch,
-                          (float *)(scratch + max_keys), y);
-#endif
-    else
-      attend_f32(a, q, k, v, n_keys, kv_stride, (float *)scratch, (float *)(scratch + max_keys), y);
+    attend(a, q, k, v, n_keys, kv_stride, scratch, max_keys, a->y + t * q_stride + h * hd);
   }
-}
-
-/* One (token, head) pair on rows k, v of kv_stride floats. */
-static void attend(const attention_task *a, const float *q, const float *k, const float *v,
-                   int64_t n_keys, int64_t kv_stride, double *scratch, int64_t max_keys, float *y) {
-  if (a->f64)
-    attend_f64(a, q, k, v, n_keys, kv_stride, scratch, scratch + max_keys, y);
-#if CPU_HAVE_AVX2_KERNELS
-  else if (a->avx2)
-    cpu_attend_f32_avx2(q, k, v, n_keys, kv_stride, a->p->head_dim, a->p->scale, (float *)scratch,
-                        (float *)(scratch + max_keys), y);
-#endif
-  else
-    attend_f32(a, q, k, v, n_keys, kv_stride, (float *)scratch, (float *)(scratch + max_keys), y);
 }
 
 /* Typed caches: units are (token, KV head); the head's rows 0 .. n_keys-1
