@@ -291,13 +291,14 @@ static const kiln_kparam_decl attention_split_params[] = {
 
 static const kiln_ktemplate attention_split = {
     .name = KILN_CUDA_T_ATTENTION_SPLIT,
-    .version = 2,
+    .version = 3,
     .entry = "kiln_attention_split",
     .source = attention_split_source,
     .params = attention_split_params,
     .n_params = sizeof attention_split_params / sizeof attention_split_params[0],
     .help = "decode attention, first half: one block per (split of the keys, KV head) for all "
-            "of the head's GQA query heads, online softmax with max subtraction, f32 math over a kv_type cache",
+            "of the head's GQA query heads, tiles of 32 keys (16 above head_dim 128) in shared "
+            "memory, online softmax with max subtraction, f32 math over a kv_type cache",
 };
 
 static const char attention_merge_source[] =
@@ -315,7 +316,7 @@ static const kiln_kparam_decl attention_merge_params[] = {
 
 static const kiln_ktemplate attention_merge = {
     .name = KILN_CUDA_T_ATTENTION_MERGE,
-    .version = 1,
+    .version = 2,
     .entry = "kiln_attention_merge",
     .source = attention_merge_source,
     .params = attention_merge_params,

@@ -111,9 +111,9 @@ bool kiln_cuda_attention_split_fits(const kiln_node *node) {
 uint32_t kiln_cuda_attention_splits_auto(int sm_count, int64_t n_ctx, int64_t n_head_kv,
                                          uint32_t warps) {
   const int64_t sm = sm_count > 0 ? sm_count : 1, kv = n_head_kv > 0 ? n_head_kv : 1;
-  const int64_t w = warps > 0 ? warps : 1;
+  (void)warps; /* a split's keys go in tiles of 32 whatever the block's warps */
   int64_t n = (2 * sm + kv - 1) / kv;
-  const int64_t useful = (n_ctx + w - 1) / w;
+  const int64_t useful = (n_ctx + 31) / 32;
   if (n > useful) n = useful;
   return n < 1 ? 1u : n > KILN_CUDA_MAX_ATTN_SPLITS ? KILN_CUDA_MAX_ATTN_SPLITS : (uint32_t)n;
 }

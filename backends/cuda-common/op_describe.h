@@ -111,8 +111,9 @@ bool kiln_cuda_attention_split_fits(const kiln_node *node);
 
 /* The automatic split count: enough (split, KV head) blocks for about two
  * per SM (ceil(2 * sm_count / n_head_kv)), but no more splits than a
- * cache of n_ctx positions can fill when each takes at least one key per
- * warp (ceil(n_ctx / warps)), and 1 .. KILN_CUDA_MAX_ATTN_SPLITS. */
+ * cache of n_ctx positions can fill with a tile of 32 keys each
+ * (ceil(n_ctx / 32); `warps` no longer matters), and 1 ..
+ * KILN_CUDA_MAX_ATTN_SPLITS. */
 uint32_t kiln_cuda_attention_splits_auto(int sm_count, int64_t n_ctx, int64_t n_head_kv,
                                          uint32_t warps);
 

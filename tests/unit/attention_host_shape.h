@@ -49,6 +49,13 @@ static const host_shape shape = {KILN_HOST_STR(KILN_HOST_SHAPE), KILN_HEAD_DIM, 
 #undef KILN_GROUP
 #undef KILN_THREADS
 #undef KILN_CLASSES
+#undef KILN_GATHER
+#undef KILN_TK
+#undef KILN_KST
+#undef KILN_NQ
+#undef KILN_NO
+#undef KILN_LPT
+#undef KILN_PREFETCH
 #undef KILN_PART_STRIDE
 #undef KILN_PART_REC
 #undef KILN_PART_M

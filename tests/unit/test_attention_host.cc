@@ -8,9 +8,12 @@
  * test_gpu_ops (scaled scores of 14400, exact in f32), and F16, BF16 and
  * Q8_0 caches (kv_type.cuh.tmpl; the reference reads the stored rows back
  * with kiln/kv_cache.h, so it sees the values the kernels see). For each, keys
- * around every boundary the kernels have: 1 and 2 keys, one warp's
- * share, one chunk when every split is full and one key either side, and
- * more than 32 keys a warp (a second tile). Against the f64 softmax of
+ * around every boundary the kernels have: 1 and 2 keys, one tile and one
+ * key either side, one tile a split when every split is full and one key
+ * either side, and four tiles a split (the prefetched next tile), full and
+ * with a partial last tile; also Qwen3.5's head_dim 256 (16-key tiles),
+ * an odd group on 16-key tiles in one warp, and head_dim 18 (not a
+ * multiple of 4). Against the f64 softmax of
  * the same f32 inputs: finite, relative L2 and |norm ratio - 1| <= 1e-6
  * over all heads; cache rows past the last key, the partial results and
  * y start as NaN, so a read of any of them shows; the record of a split
@@ -115,6 +118,50 @@ namespace huge {
 #include "attention_host_shape.h"
 }
 
+/* Qwen3.5-9B's full-attention heads: head_dim 256 takes tiles of 16 keys,
+ * two heads' segments a warp. */
+#define KILN_HOST_SHAPE qwen35
+#define KILN_HEAD_DIM 256
+#define KILN_N_HEAD 16
+#define KILN_N_HEAD_KV 4
+#define KILN_SCALE 0.0625f
+#define KILN_WARPS 8
+#define KILN_N_SPLIT 3
+#define KILN_KV_F32 1
+#define KILN_HOST_KV KILN_TYPE_F32
+namespace qwen35 {
+#include "attention_host_shape.h"
+}
+
+/* An odd group on 16-key tiles (a warp's second segment past the last
+ * head), one warp (no prefetch: the tile does not fit its registers). */
+#define KILN_HOST_SHAPE g3_hd136
+#define KILN_HEAD_DIM 136
+#define KILN_N_HEAD 6
+#define KILN_N_HEAD_KV 2
+#define KILN_SCALE 0.0857492925712544f
+#define KILN_WARPS 1
+#define KILN_N_SPLIT 2
+#define KILN_KV_F32 1
+#define KILN_HOST_KV KILN_TYPE_F32
+namespace g3_hd136 {
+#include "attention_host_shape.h"
+}
+
+/* head_dim not a multiple of 4: the scalar q.k. */
+#define KILN_HOST_SHAPE hd18
+#define KILN_HEAD_DIM 18
+#define KILN_N_HEAD 3
+#define KILN_N_HEAD_KV 1
+#define KILN_SCALE 0.235702260395515842f
+#define KILN_WARPS 2
+#define KILN_N_SPLIT 2
+#define KILN_KV_F32 1
+#define KILN_HOST_KV KILN_TYPE_F32
+namespace hd18 {
+#include "attention_host_shape.h"
+}
+
 /* The same kernels over F16, BF16 and Q8_0 caches (kv_type.cuh.tmpl). */
 #define KILN_HOST_SHAPE kv_f16
 #define KILN_HEAD_DIM 128
@@ -180,11 +227,14 @@ static void reference(const host_shape &s, const float *q, const float *k, const
   free(sc);
 }
 
-/* Keys of the split that holds key index 0 .. and its length, as the
- * kernel computes them. */
+/* Keys a tile of the split kernel (its KILN_TK). */
+static int tile_of(const host_shape &s) { return s.head_dim <= 128 ? 32 : 16; }
+
+/* Keys of each split, as the kernel computes them: ceil(n / n_split)
+ * rounded up to whole tiles. */
 static long long chunk_of(const host_shape &s, int n) {
-  const long long per = ((long long)n + s.n_split - 1) / s.n_split;
-  return (per + s.warps - 1) / s.warps * s.warps;
+  const long long per = ((long long)n + s.n_split - 1) / s.n_split, t = tile_of(s);
+  return (per + t - 1) / t * t;
 }
 
 /* One case: n keys; returns 1 on failure (printed). */
@@ -274,9 +324,9 @@ static int run_case(const host_shape &s, int n, bool huge_scores) {
 
 /* n_kv at the kernels' boundaries for shape s. */
 static int run_shape(const host_shape &s, bool huge_scores) {
-  const int W = s.warps, S = s.n_split;
-  const int ns[] = {1, 2, W - 1, W, W + 1, S * W - 1, S * W, S * W + 1, 3 * S * W + 5,
-                    32 * W * S - 1, 32 * W * S + W + 1};
+  const int T = tile_of(s), S = s.n_split;
+  const int ns[] = {1, 2, T - 1, T, T + 1, S * T - 1, S * T, S * T + 1, 3 * S * T + 5,
+                    4 * T * S - 1, 4 * T * S + T + 1};
   int bad = 0;
   for (size_t i = 0; i < sizeof ns / sizeof ns[0]; i++) {
     bool seen = ns[i] < 1;
@@ -294,6 +344,9 @@ static void test_split_attention(void **state) {
   bad += run_shape(stories::shape, false);
   bad += run_shape(one_warp::shape, false);
   bad += run_shape(huge::shape, true);
+  bad += run_shape(qwen35::shape, false);
+  bad += run_shape(g3_hd136::shape, false);
+  bad += run_shape(hd18::shape, false);
   bad += run_shape(kv_f16::shape, false);
   bad += run_shape(kv_bf16::shape, false);
   bad += run_shape(kv_q8_0::shape, false);

@@ -503,10 +503,11 @@ static void test_attention_split(void **state) {
   assert_true(kiln_cuda_attention_split_fits(&g2->attn));
 
   /* the automatic split count: ~2 blocks per SM, at most one split per
-   * warp's key of the cache, 1..256 */
+   * 32-key tile of the cache, 1..256 */
   assert_int_equal(kiln_cuda_attention_splits_auto(132, 32768, 4, 8), 66);
   assert_int_equal(kiln_cuda_attention_splits_auto(132, 4096, 28, 8), 10);
-  assert_int_equal(kiln_cuda_attention_splits_auto(132, 64, 4, 8), 8);
+  assert_int_equal(kiln_cuda_attention_splits_auto(132, 64, 4, 8), 2);
+  assert_int_equal(kiln_cuda_attention_splits_auto(132, 1056, 4, 8), 33);
   assert_int_equal(kiln_cuda_attention_splits_auto(132, 1, 4, 8), 1);
   assert_int_equal(kiln_cuda_attention_splits_auto(132, 100000, 1, 8), 256);
   assert_int_equal(kiln_cuda_attention_splits_auto(48, 4096, 8, 4), 12);
