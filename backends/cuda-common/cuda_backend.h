@@ -258,6 +258,9 @@ typedef enum kiln_cuda_gemm_mode {
   KILN_CUDA_GEMM_BF16 = 2  /* CUBLAS_COMPUTE_32F_FAST_16BF: fastest, ~1e-2 relative */
 } kiln_cuda_gemm_mode;
 
+/* Loaded functions a backend remembers as safe to launch programmatically. */
+#define KILN_CUDA_MAX_PDL_FNS 512
+
 /* A backend instance (open .. close). */
 typedef struct kiln_cuda_backend {
   const kiln_host_api *host;
@@ -280,6 +283,15 @@ typedef struct kiln_cuda_backend {
   kiln_cuda_matvec_shape mvq_forced; /* [<plugin>] matvec_shape; warps 0: auto */
   uint32_t attn_splits_forced;       /* [<plugin>] attention_splits; 0: auto */
   bool prefill_flash;                /* [<plugin>] prefill_attention = flash (not rows) */
+  /* Programmatic dependent launch ([<plugin>] pdl, compute capability >=
+   * 9.0): the functions whose PTX waits on its grid dependency
+   * (grid_dep.cuh) launch with the programmatic-serialization attribute,
+   * so they are scheduled while the kernel before them finishes; any
+   * other launches plainly. Functions past the table's end launch plainly
+   * too. */
+  bool pdl;
+  uint32_t n_pdl_fns;
+  CUfunction pdl_fns[KILN_CUDA_MAX_PDL_FNS];
   int smem_optin; /* the most dynamic shared memory a block may ask for (opt-in), bytes */
   /* The split decode attention's partial results (attention_part.cuh):
    * n_head * n_split records of head_dim + 2 floats for the largest
@@ -400,7 +412,9 @@ kiln_status kiln_cuda_kernel_fn(kiln_cuda_backend *be, kiln_kernel *k, const kil
 /* The compiler's release_slot: unloads a kiln_cuda_module. */
 void kiln_cuda_release_slot(void *backend, void *slot);
 
-/* cuLaunchKernel on the backend's stream, checked. */
+/* cuLaunchKernel on the backend's stream, checked; a function whose PTX
+ * waits on its grid dependency (grid_dep.cuh) through cuLaunchKernelEx
+ * with programmatic stream serialization when be->pdl. */
 kiln_status kiln_cuda_launch(kiln_cuda_backend *be, const kiln_node *node, const char *what,
                              CUfunction fn, uint32_t gx, uint32_t gy, uint32_t block,
                              void **args);

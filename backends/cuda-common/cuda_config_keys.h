@@ -82,6 +82,16 @@
            "from device memory; false launches every kernel every step (the " \
            "profile's per-node table needs it: a replay is timed whole)"}
 
+#define KILN_CUDA_KEY_PDL                                                     \
+  {.name = "pdl",                                                             \
+   .type = KILN_CONFIG_BOOL,                                                  \
+   .default_value = "true",                                                   \
+   .help = "programmatic dependent launch on compute capability 9.0 and up: " \
+           "each kernel is scheduled while the one before it finishes and "   \
+           "waits for it before it reads or writes anything (the same "       \
+           "results, shorter gaps between kernels); false launches each "     \
+           "kernel after the previous one has ended (for comparing the two)"}
+
 #define KILN_CUDA_KEY_MATVEC_LOAD                                             \
   {.name = "matvec_load",                                                     \
    .type = KILN_CONFIG_ENUM,                                                  \
@@ -110,7 +120,7 @@
    .help = "splits of the keys in decode attention (split-KV: one block per " \
            "split and KV head, merged by a second kernel), for tuning; 0 = "  \
            "auto: about two blocks per SM, and no more splits than the KV "   \
-           "cache's length can give a key to every warp of each"}
+           "cache's length can give a tile of 32 keys each"}
 
 #define KILN_CUDA_KEY_PREFILL_ATTENTION                                       \
   {.name = "prefill_attention",                                               \

@@ -45,6 +45,7 @@ static const struct {
     E(FuncGetAttribute, "cuFuncGetAttribute"),
     E(FuncSetAttribute, "cuFuncSetAttribute"),
     E(LaunchKernel, "cuLaunchKernel"),
+    E(LaunchKernelEx, "cuLaunchKernelEx"),
     E(StreamBeginCapture, "cuStreamBeginCapture"),
     E(StreamEndCapture, "cuStreamEndCapture"),
     E(GraphInstantiateWithFlags, "cuGraphInstantiateWithFlags"),

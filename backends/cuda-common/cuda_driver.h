@@ -56,6 +56,8 @@ typedef struct kiln_cu {
   /* a kernel's dynamic shared memory above 48 KiB (flash_attention) */
   KILN_CU_FN(FuncSetAttribute, cuFuncSetAttribute);
   KILN_CU_FN(LaunchKernel, cuLaunchKernel);
+  /* programmatic dependent launch (grid_dep.cuh, cuda_kernel.c) */
+  KILN_CU_FN(LaunchKernelEx, cuLaunchKernelEx);
   /* graphs: the captured decode step (cuda_graph.c) */
   KILN_CU_FN(StreamBeginCapture, cuStreamBeginCapture);
   KILN_CU_FN(StreamEndCapture, cuStreamEndCapture);

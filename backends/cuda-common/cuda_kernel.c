@@ -35,6 +35,25 @@ static void log_resources(const kiln_cuda_backend *be, const kiln_kernel *k, con
                 k->template_name, KILN_NAME_MAX, node->name, regs, local, shared);
 }
 
+/* Whether the kernel's PTX waits on its grid dependency (grid_dep.cuh's
+ * griddepcontrol.wait): only such a kernel may start before the one
+ * before it has finished. */
+static bool waits_on_grid(const kiln_kernel *k) {
+  static const char needle[] = "griddepcontrol.wait";
+  const size_t n = sizeof needle - 1;
+  const char *p = k->image;
+  for (size_t i = 0; k->image_size >= n && i <= k->image_size - n; i++)
+    if (p[i] == 'g' && memcmp(p + i, needle, n) == 0) return true;
+  return false;
+}
+
+static bool launches_programmatically(const kiln_cuda_backend *be, CUfunction fn) {
+  if (!be->pdl) return false;
+  for (uint32_t i = 0; i < be->n_pdl_fns; i++)
+    if (be->pdl_fns[i] == fn) return true;
+  return false;
+}
+
 kiln_status kiln_cuda_kernel_fn(kiln_cuda_backend *be, kiln_kernel *k, const kiln_node *node,
                                 CUfunction *out_fn) {
   const kiln_host_api *host = be->host;
@@ -67,6 +86,8 @@ kiln_status kiln_cuda_kernel_fn(kiln_cuda_backend *be, kiln_kernel *k, const kil
     }
     k->slot = m;
     if (be->prof.on) log_resources(be, k, node, m->fn);
+    if (waits_on_grid(k) && be->n_pdl_fns < KILN_CUDA_MAX_PDL_FNS)
+      be->pdl_fns[be->n_pdl_fns++] = m->fn;
   }
   *out_fn = m->fn;
   return NULL;
@@ -76,6 +97,9 @@ void kiln_cuda_release_slot(void *backend, void *slot) {
   kiln_cuda_backend *be = backend;
   kiln_cuda_module *m = slot;
   if (!m) return;
+  /* a later module's function may get the same handle */
+  for (uint32_t i = 0; i < be->n_pdl_fns; i++)
+    if (be->pdl_fns[i] == m->fn) be->pdl_fns[i--] = be->pdl_fns[--be->n_pdl_fns];
   if (be->cu->CtxSetCurrent(be->ctx) == CUDA_SUCCESS) be->cu->ModuleUnload(m->module);
   free(m);
 }
@@ -94,12 +118,30 @@ kiln_status kiln_cuda_launch_shared(kiln_cuda_backend *be, const kiln_node *node
                                 "%s node '%.*s': the %s kernel was not prepared",
                                 kiln_op_name(node->op), KILN_NAME_MAX, node->name, what);
   if (gx == 0 || gy == 0) return NULL;
-  CUresult r =
-      be->cu->LaunchKernel(fn, gx, gy, 1, block, 1, 1, shared_bytes, be->stream, args, NULL);
+  CUresult r;
+  const bool pdl = launches_programmatically(be, fn);
+  if (pdl) {
+    CUlaunchAttribute attr;
+    memset(&attr, 0, sizeof attr);
+    attr.id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
+    attr.value.programmaticStreamSerializationAllowed = 1;
+    CUlaunchConfig c;
+    memset(&c, 0, sizeof c);
+    c.gridDimX = gx, c.gridDimY = gy, c.gridDimZ = 1;
+    c.blockDimX = block, c.blockDimY = 1, c.blockDimZ = 1;
+    c.sharedMemBytes = shared_bytes;
+    c.hStream = be->stream;
+    c.attrs = &attr;
+    c.numAttrs = 1;
+    r = be->cu->LaunchKernelEx(&c, fn, args, NULL);
+  } else {
+    r = be->cu->LaunchKernel(fn, gx, gy, 1, block, 1, 1, shared_bytes, be->stream, args, NULL);
+  }
   if (r != CUDA_SUCCESS) {
-    char call[128];
-    snprintf(call, sizeof call, "cuLaunchKernel(%s, grid %ux%u, block %u, shared %u)", what, gx,
-             gy, block, shared_bytes);
+    char call[160];
+    snprintf(call, sizeof call, "%s(%s, grid %ux%u, block %u, shared %u)",
+             pdl ? "cuLaunchKernelEx (programmatic)" : "cuLaunchKernel", what, gx, gy, block,
+             shared_bytes);
     return kiln_cu_error(be->host, be->cu, r, call, node);
   }
   return NULL;

@@ -151,6 +151,7 @@ static kiln_status read_config(kiln_cuda_backend *be, const kiln_config_section 
   be->act = KILN_CUDA_QUANT_Q16;
   be->fuse = cfg ? host->cfg_bool(cfg, "fuse") : true;
   be->graph.on = cfg ? host->cfg_bool(cfg, "graph") : true;
+  be->pdl = cfg ? host->cfg_bool(cfg, "pdl") : true; /* and cc >= 9.0: open() */
   if (cfg) {
     const char *a = host->cfg_str(cfg, "activations");
     if (!a || strcmp(a, "q16") == 0) be->act = KILN_CUDA_QUANT_Q16;
@@ -246,6 +247,7 @@ static kiln_status open_device(kiln_cuda_backend *be, bool allow_lower) {
               "compiled for sm_%d%d because allow_lower_cc = true",
               be->cc_major, be->cc_minor, fl->cc_major, fl->cc_major, be->cc_major, be->cc_minor);
   }
+  if (be->cc_major < 9) be->pdl = false; /* griddepcontrol is sm_90's */
   /* The descriptor's arch is always the device's exact sm_XY. */
   if (be->cc_major < 1 || be->cc_minor < 0 || be->cc_minor > 9)
     return host->status_new(KILN_STATUS_UNSUPPORTED, "compute capability %d.%d has no sm_XY",
@@ -304,9 +306,10 @@ kiln_status kiln_cuda_open(void *plugin, const kiln_config_section *cfg, void **
   }
   const char *off = be->fuse ? (be->graph.on ? "" : ", graph off")
                              : (be->graph.on ? ", fuse off" : ", fuse and graph off");
-  host->log(KILN_LOG_INFO, fl->name, "device %d (%s), NVRTC %s, activations %s%s%s%s",
+  host->log(KILN_LOG_INFO, fl->name, "device %d (%s), NVRTC %s, activations %s%s%s%s%s",
             be->device, be->arch, be->nv.version,
             be->act == KILN_CUDA_QUANT_NONE ? "f32" : kiln_cuda_quant_name(be->act), off,
+            be->pdl ? "" : ", pdl off",
             fl->prefill == KILN_CUDA_PREFILL_BATCHED ? ", gemm " : "",
             fl->prefill != KILN_CUDA_PREFILL_BATCHED   ? ""
             : be->gemm == KILN_CUDA_GEMM_F32           ? "f32"

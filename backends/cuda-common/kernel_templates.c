@@ -18,6 +18,7 @@
       {"n_rows", KILN_KPARAM_I32, KILN_KPARAM_RUNTIME, "rows in this launch"}
 
 static const char rmsnorm_row_vec_source[] =
+#include "grid_dep.cuh.inc"
 #include "rmsnorm_common.cuh.inc"
 #include "rmsnorm_row_vec.cu.inc"
     ;
@@ -38,6 +39,7 @@ static const kiln_ktemplate rmsnorm_row_vec = {
 };
 
 static const char rmsnorm_rows_source[] =
+#include "grid_dep.cuh.inc"
 #include "rmsnorm_common.cuh.inc"
 #include "rmsnorm_rows.cu.inc"
     ;
@@ -58,6 +60,7 @@ static const kiln_ktemplate rmsnorm_rows = {
 };
 
 static const char rmsnorm_row_cc12_source[] =
+#include "grid_dep.cuh.inc"
 #include "rmsnorm_common.cuh.inc"
 #include "rmsnorm_row_cc12.cu.inc"
     ;
@@ -89,6 +92,7 @@ static const kiln_ktemplate rmsnorm_row_cc12 = {
    "the step block: int32 {pos0, n_tokens, n_kv, ...} (cuda_step.h)"}
 
 static const char matvec_source[] =
+#include "grid_dep.cuh.inc"
 #include "wtype_select.cuh.inc"
 #include "wtype_common.cuh.inc"
 #include "matvec.cu.inc"
@@ -127,6 +131,7 @@ static const kiln_ktemplate matvec = {
 };
 
 static const char dequant_rows_source[] =
+#include "grid_dep.cuh.inc"
 #include "wtype_select.cuh.inc"
 #include "wtype_common.cuh.inc"
 #include "dequant_rows.cu.inc"
@@ -152,6 +157,7 @@ static const kiln_ktemplate dequant_rows = {
 };
 
 static const char bias_add_source[] =
+#include "grid_dep.cuh.inc"
 #include "wtype_select.cuh.inc"
 #include "wtype_common.cuh.inc"
 #include "bias_add.cu.inc"
@@ -177,6 +183,7 @@ static const kiln_ktemplate bias_add = {
 };
 
 static const char get_rows_source[] =
+#include "grid_dep.cuh.inc"
 #include "wtype_select.cuh.inc"
 #include "wtype_common.cuh.inc"
 #include "get_rows.cu.inc"
@@ -203,6 +210,7 @@ static const kiln_ktemplate get_rows = {
 };
 
 static const char rope_source[] =
+#include "grid_dep.cuh.inc"
 #include "step_block.cuh.inc"
 #include "rope_common.cuh.inc"
 #include "rope.cu.inc"
@@ -231,6 +239,7 @@ static const kiln_ktemplate rope = {
 };
 
 static const char attention_source[] =
+#include "grid_dep.cuh.inc"
 #include "step_block.cuh.inc"
 #include "kv_type.cuh.inc"
 #include "attention.cu.inc"
@@ -264,6 +273,7 @@ static const kiln_ktemplate attention = {
 /* Split-KV decode attention (flash-decoding): attention_split's blocks
  * write partial softmax results, attention_merge combines them. */
 static const char attention_split_source[] =
+#include "grid_dep.cuh.inc"
 #include "step_block.cuh.inc"
 #include "kv_type.cuh.inc"
 #include "attention_part.cuh.inc"
@@ -302,6 +312,7 @@ static const kiln_ktemplate attention_split = {
 };
 
 static const char attention_merge_source[] =
+#include "grid_dep.cuh.inc"
 #include "attention_part.cuh.inc"
 #include "attention_merge.cu.inc"
     ;
@@ -328,6 +339,7 @@ static const kiln_ktemplate attention_merge = {
 /* Flash prefill attention: one block per (tile of query rows of one GQA
  * group, KV head), the K/V tiles in dynamic shared memory. */
 static const char flash_attention_source[] =
+#include "grid_dep.cuh.inc"
 #include "step_block.cuh.inc"
 #include "flash_layout.cuh.inc"
 #include "flash_attention.cu.inc"
@@ -363,6 +375,7 @@ static const kiln_ktemplate flash_attention = {
 };
 
 static const char store_kv_source[] =
+#include "grid_dep.cuh.inc"
 #include "step_block.cuh.inc"
 #include "kv_type.cuh.inc"
 #include "store_kv.cu.inc"
@@ -389,6 +402,7 @@ static const kiln_ktemplate store_kv = {
 };
 
 static const char swiglu_source[] =
+#include "grid_dep.cuh.inc"
 #include "swiglu.cu.inc"
     ;
 
@@ -411,6 +425,7 @@ static const kiln_ktemplate swiglu = {
 };
 
 static const char add_source[] =
+#include "grid_dep.cuh.inc"
 #include "add.cu.inc"
     ;
 
@@ -439,6 +454,7 @@ static const kiln_ktemplate add = {
    "activations quantized per 32 values: q16 | q8 (none: not quantized)"}
 
 static const char quantize_source[] =
+#include "grid_dep.cuh.inc"
 #include "quant_mode.cuh.inc"
 #include "act_quant.cuh.inc"
 #include "quantize.cu.inc"
@@ -464,6 +480,7 @@ static const kiln_ktemplate quantize = {
 };
 
 static const char matvec_q_source[] =
+#include "grid_dep.cuh.inc"
 #include "quant_mode.cuh.inc"
 #include "act_quant.cuh.inc"
 #include "matvec_q_prims.cuh.inc"
@@ -521,6 +538,7 @@ static const kiln_ktemplate matvec_q = {
 };
 
 static const char add_rmsnorm_source[] =
+#include "grid_dep.cuh.inc"
 #include "quant_mode.cuh.inc"
 #include "act_quant.cuh.inc"
 #include "rmsnorm_common.cuh.inc"
@@ -556,6 +574,7 @@ static const kiln_ktemplate add_rmsnorm = {
 };
 
 static const char swiglu_q_source[] =
+#include "grid_dep.cuh.inc"
 #include "quant_mode.cuh.inc"
 #include "act_quant.cuh.inc"
 #include "swiglu_q.cu.inc"
@@ -583,6 +602,7 @@ static const kiln_ktemplate swiglu_q = {
 };
 
 static const char rope_store_source[] =
+#include "grid_dep.cuh.inc"
 #include "step_block.cuh.inc"
 #include "rope_common.cuh.inc"
 #include "kv_type.cuh.inc"

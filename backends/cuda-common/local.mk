@@ -10,6 +10,7 @@
 # (kernels/NAME.inc in the build tree) with a sed rule, so no tool beyond
 # sed is needed.
 kiln_cuda_template_files = \
+	backends/cuda-common/kernels/grid_dep.cuh.tmpl \
 	backends/cuda-common/kernels/rmsnorm_common.cuh.tmpl \
 	backends/cuda-common/kernels/rmsnorm_row_vec.cu.tmpl \
 	backends/cuda-common/kernels/rmsnorm_rows.cu.tmpl \

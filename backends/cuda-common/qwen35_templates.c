@@ -11,6 +11,7 @@
   {"block_size", KILN_KPARAM_I64, KILN_KPARAM_BAKED, "threads per block"}
 
 static const char slice_source[] =
+#include "grid_dep.cuh.inc"
 #include "slice.cu.inc"
     ;
 
@@ -36,6 +37,7 @@ const kiln_ktemplate kiln_cuda_t_slice = {
 };
 
 static const char sigmoid_mul_source[] =
+#include "grid_dep.cuh.inc"
 #include "sigmoid_mul.cu.inc"
     ;
 
@@ -58,6 +60,7 @@ const kiln_ktemplate kiln_cuda_t_sigmoid_mul = {
 };
 
 static const char ssm_conv_source[] =
+#include "grid_dep.cuh.inc"
 #include "step_block.cuh.inc"
 #include "wtype_select.cuh.inc"
 #include "wtype_common.cuh.inc"
@@ -89,6 +92,7 @@ const kiln_ktemplate kiln_cuda_t_ssm_conv = {
 };
 
 static const char gdn_gate_source[] =
+#include "grid_dep.cuh.inc"
 #include "gdn_gate.cu.inc"
     ;
 
@@ -133,6 +137,7 @@ const kiln_ktemplate kiln_cuda_t_gdn_gate = {
        "the step block (cuda_step.h): pos0 (0: S = 0) read there"}
 
 static const char gdn_recurrent_source[] =
+#include "grid_dep.cuh.inc"
 #include "step_block.cuh.inc"
 #include "gdn_common.cuh.inc"
 #include "gdn_recurrent.cu.inc"
@@ -155,6 +160,7 @@ const kiln_ktemplate kiln_cuda_t_gdn_recurrent = {
 };
 
 static const char gdn_chunked_source[] =
+#include "grid_dep.cuh.inc"
 #include "step_block.cuh.inc"
 #include "gdn_common.cuh.inc"
 #include "gdn_chunked.cu.inc"
@@ -179,6 +185,7 @@ const kiln_ktemplate kiln_cuda_t_gdn_chunked = {
 };
 
 static const char rope_imrope_source[] =
+#include "grid_dep.cuh.inc"
 #include "step_block.cuh.inc"
 #include "rope_imrope.cu.inc"
     ;

@@ -12,7 +12,9 @@
  * the cpu backend at f64, at every step, with kiln parity's default
  * thresholds (relative L2 and |norm ratio - 1| <= 1e-3, cosine >= 0.9999):
  * the default activations mode (q16) and fusions keep a whole model
- * within them.
+ * within them. And the replay with programmatic dependent launch (pdl =
+ * true, the default) must equal one with pdl = false at every step: a
+ * kernel that started before its predecessor finished would show here.
  *
  * Built with KILN_TEST_STALE_PLUGIN this is test_gpu_replay_stale: the same
  * 64 steps against tests/plugins/kiln-cuda-stale.so, whose captured step
@@ -105,14 +107,15 @@ static int write_model(void **state) {
 }
 
 /* Logits of every decode step [N_DECODE, N_VOCAB] on `backend` with the
- * given graph setting. */
-static float *run(kiln_runtime *rt, const char *backend, bool graph) {
-  kiln_config_override ov[] = {{backend, "graph", graph ? "true" : "false", "test"}};
+ * given graph and pdl settings. */
+static float *run_with(kiln_runtime *rt, const char *backend, bool graph, bool pdl) {
+  kiln_config_override ov[] = {{backend, "graph", graph ? "true" : "false", "test"},
+                               {backend, "pdl", pdl ? "true" : "false", "test"}};
   kiln_session_options so = {.backend = backend,
                              .n_ctx = N_PROMPT + N_DECODE + 8,
                              .fallback_cpu = 0,
                              .overrides = ov,
-                             .n_overrides = strcmp(backend, "cpu") ? 1 : 0};
+                             .n_overrides = strcmp(backend, "cpu") ? 2 : 0};
   kiln_session *s = NULL;
   CHECK_OK("opening a session", kiln_session_open(rt, fx.m, &so, &s));
   float *logits = kg_alloc((size_t)N_DECODE * N_VOCAB * sizeof(float));
@@ -122,6 +125,10 @@ static float *run(kiln_runtime *rt, const char *backend, bool graph) {
              kiln_session_eval(s, &fx.ids[N_PROMPT + i], 1, logits + (size_t)i * N_VOCAB, NULL));
   kiln_session_free(s);
   return logits;
+}
+
+static float *run(kiln_runtime *rt, const char *backend, bool graph) {
+  return run_with(rt, backend, graph, true);
 }
 
 static void test_replay_64_steps(void **state) {
@@ -162,7 +169,21 @@ static void test_replay_64_steps(void **state) {
            "outside parity's default thresholds\n",
            backends[b], worst_parity, min_cos, parity_bad);
 #endif
-    bad += n_bad + parity_bad;
+    /* programmatic dependent launch changes when kernels are scheduled,
+     * never what they compute: every kernel waits for the one before */
+    float *serialized = run_with(rt, backends[b], true, false);
+    int pdl_bad = 0;
+    double worst_pdl = 0;
+    for (int i = 0; i < N_DECODE; i++) {
+      kg_metrics m = kg_compare(replayed + (size_t)i * N_VOCAB, serialized + (size_t)i * N_VOCAB,
+                                N_VOCAB);
+      if (!kg_close(&m, REPLAY_TOL)) pdl_bad++;
+      if (!(m.rel_l2 <= worst_pdl)) worst_pdl = m.rel_l2;
+    }
+    printf("%-12s graph replay, pdl = true vs false: max rel L2 %.3e, %d steps off\n", backends[b],
+           worst_pdl, pdl_bad);
+    free(serialized);
+    bad += n_bad + parity_bad + pdl_bad;
     free(plain);
     free(replayed);
   }

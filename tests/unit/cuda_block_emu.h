@@ -218,4 +218,8 @@ static inline unsigned __float_as_uint(float f) {
 }
 static inline int min(int a, int b) { return a < b ? a : b; }
 
+/* Every kernel's first statement (the grid dependency of programmatic
+ * launches): nothing on the host, where blocks run one after another. */
+#include "grid_dep.cuh.tmpl"
+
 #endif

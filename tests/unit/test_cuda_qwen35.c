@@ -118,6 +118,9 @@ static void check_kernel(kiln_kdesc *d, const kiln_node *nd, const char *arch) {
     fail_msg("%s for node %s (%s): no PTX entry %s", k->template_name, nd->name, arch, k->entry);
   snprintf(want, sizeof want, ".target %s", arch);
   if (!strstr(k->image, want)) fail_msg("%s (%s): PTX lacks \"%s\"", k->template_name, arch, want);
+  /* the grid dependency first (grid_dep.cuh): launched programmatically */
+  if (!strstr(k->image, "griddepcontrol.wait;"))
+    fail_msg("%s (%s): PTX lacks griddepcontrol.wait (KILN_GRID_DEPS)", k->template_name, arch);
   n_checked++;
 }
 

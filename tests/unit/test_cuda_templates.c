@@ -148,6 +148,11 @@ static void check_kernel(kiln_kdesc *d, const kiln_node *nd, const char *arch) {
   snprintf(want, sizeof want, "\narch %s\n", arch);
   if (!strstr(k->canonical, want))
     fail_msg("%s (%s): descriptor lacks \"arch %s\"", k->template_name, arch, arch);
+  /* every kernel waits on its grid dependency first (grid_dep.cuh), so the
+   * backends may launch it programmatically (cuda_kernel.c) */
+  if (!strstr(ptx, "griddepcontrol.wait;") || !strstr(ptx, "griddepcontrol.launch_dependents;"))
+    fail_msg("%s (%s): PTX lacks griddepcontrol.wait / launch_dependents (KILN_GRID_DEPS)",
+             k->template_name, arch);
   n_checked++;
 }
 
