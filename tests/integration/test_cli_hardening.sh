@@ -133,7 +133,7 @@ grep -q "folder $tmp/no/such: No such file or directory" "$tmp/err" || { cat "$t
 "$kiln" parity -m "$model" -p Once --ref cpu:f64 --test cpu --csv "$tmp/no/such/x.csv" >"$tmp/out" 2>"$tmp/err"
 [ $? -eq 1 ] && [ ! -s "$tmp/out" ] || fail "parity --csv into a missing folder: not refused before the run"
 "$kiln" parity -m "$model" -p Once --ref cpu:f64 --test cpu --json --plot "$tmp/x.svg" >"$tmp/out" 2>"$tmp/err" \
-  || fail "parity --json --plot exited $?"
+  || { rc=$?; cat "$tmp/err"; head -c 600 "$tmp/out"; echo; fail "parity --json --plot exited $rc"; }
 grep -q '<svg' "$tmp/out" && fail "parity --plot: the SVG reached stdout"
 grep -q '<svg' "$tmp/x.svg" || fail "parity --plot: no SVG in the file"
 python3 -c 'import json,sys; json.load(open(sys.argv[1]))' "$tmp/out" 2>/dev/null \

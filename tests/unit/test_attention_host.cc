@@ -118,6 +118,21 @@ namespace huge {
 #include "attention_host_shape.h"
 }
 
+/* One split over a long cache (attention_splits = 1): every key in one
+ * block's running sums. */
+#define KILN_HOST_SHAPE qwen7b_one
+#define KILN_HEAD_DIM 128
+#define KILN_N_HEAD 28
+#define KILN_N_HEAD_KV 4
+#define KILN_SCALE 0.0883883461356163f
+#define KILN_WARPS 8
+#define KILN_N_SPLIT 1
+#define KILN_KV_F32 1
+#define KILN_HOST_KV KILN_TYPE_F32
+namespace qwen7b_one {
+#include "attention_host_shape.h"
+}
+
 /* Qwen3.5-9B's full-attention heads: head_dim 256 takes tiles of 16 keys,
  * two heads' segments a warp. */
 #define KILN_HOST_SHAPE qwen35
@@ -344,6 +359,7 @@ static void test_split_attention(void **state) {
   bad += run_shape(stories::shape, false);
   bad += run_shape(one_warp::shape, false);
   bad += run_shape(huge::shape, true);
+  bad += run_case(qwen7b_one::shape, 4097, false); /* test_gpu_attention's longest one-split case */
   bad += run_shape(qwen35::shape, false);
   bad += run_shape(g3_hd136::shape, false);
   bad += run_shape(hd18::shape, false);
