@@ -132,12 +132,23 @@ head -1 "$tmp/r.csv" | grep -q '^node,op,pos' || fail "parity --csv: no header i
 grep -q "folder $tmp/no/such: No such file or directory" "$tmp/err" || { cat "$tmp/err"; fail "parity --plot: message"; }
 "$kiln" parity -m "$model" -p Once --ref cpu:f64 --test cpu --csv "$tmp/no/such/x.csv" >"$tmp/out" 2>"$tmp/err"
 [ $? -eq 1 ] && [ ! -s "$tmp/out" ] || fail "parity --csv into a missing folder: not refused before the run"
-"$kiln" parity -m "$model" -p Once --ref cpu:f64 --test cpu --json --plot "$tmp/x.svg" >"$tmp/out" 2>"$tmp/err" \
-  || { rc=$?; cat "$tmp/err"; head -c 600 "$tmp/out"; echo; fail "parity --json --plot exited $rc"; }
-grep -q '<svg' "$tmp/out" && fail "parity --plot: the SVG reached stdout"
-grep -q '<svg' "$tmp/x.svg" || fail "parity --plot: no SVG in the file"
-python3 -c 'import json,sys; json.load(open(sys.argv[1]))' "$tmp/out" 2>/dev/null \
-  || { head -5 "$tmp/out"; fail "parity --json --plot: stdout is not JSON"; }
+if command -v gnuplot >/dev/null 2>&1; then
+  "$kiln" parity -m "$model" -p Once --ref cpu:f64 --test cpu --json --plot "$tmp/x.svg" >"$tmp/out" 2>"$tmp/err" \
+    || { rc=$?; cat "$tmp/err"; head -c 600 "$tmp/out"; echo; fail "parity --json --plot exited $rc"; }
+  grep -q '<svg' "$tmp/out" && fail "parity --plot: the SVG reached stdout"
+  grep -q '<svg' "$tmp/x.svg" || fail "parity --plot: no SVG in the file"
+  python3 -c 'import json,sys; json.load(open(sys.argv[1]))' "$tmp/out" 2>/dev/null \
+    || { head -5 "$tmp/out"; fail "parity --json --plot: stdout is not JSON"; }
+else
+  # No gnuplot on this machine (a GPU machine's private sysroot has none):
+  # --plot must then fail, say so, and leave no file behind.
+  "$kiln" parity -m "$model" -p Once --ref cpu:f64 --test cpu --json --plot "$tmp/x.svg" >"$tmp/out" 2>"$tmp/err"
+  [ $? -ne 0 ] || fail "parity --plot without gnuplot: exit status 0"
+  grep -q "parity plot: .*gnuplot is not installed" "$tmp/err" \
+    || { cat "$tmp/err"; fail "parity --plot without gnuplot: the message does not say so"; }
+  [ -e "$tmp/x.svg" ] && fail "parity --plot without gnuplot: left $tmp/x.svg"
+  echo "ok: no gnuplot here; parity --plot refused with: $(grep 'parity plot' "$tmp/err" | head -1)"
+fi
 echo "ok: parity reports never replace the model or a read-only file"
 
 # Every error message is escaped, not only those of some commands: an

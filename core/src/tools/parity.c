@@ -365,6 +365,10 @@ kiln_status kiln_parity_plot_svg(const kiln_parity_report *r, const char *path) 
   struct stat sb;
   if (rc != 0 || stat(svg, &sb) != 0 || sb.st_size == 0) {
     unlink(svg);
+    if (WIFEXITED(rc) && WEXITSTATUS(rc) == 127) /* the shell found no such program */
+      return kiln_status_new(KILN_STATUS_UNAVAILABLE,
+                             "parity plot: %s is not installed (Debian: gnuplot-nox); %s not written",
+                             KILN_GNUPLOT, path);
     return kiln_status_new(KILN_STATUS_UNAVAILABLE, "parity plot: %s failed (exit status %d) writing %s",
                            KILN_GNUPLOT, WIFEXITED(rc) ? WEXITSTATUS(rc) : -1, path);
   }
