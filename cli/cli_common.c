@@ -108,10 +108,15 @@ kiln_status cli_model_path(cli_common *c, kiln_runtime *rt, const char **out_pat
 
 kiln_status cli_session_open(kiln_runtime *rt, const kiln_model *m, const kiln_session_options *opt,
                              kiln_session **out_session) {
-  const char *backend = opt && opt->backend ? opt->backend
-                                            : kiln_config_get_str(kiln_config_section_get(kiln_runtime_config(rt),
-                                                                                          "backend"),
-                                                                  "name");
+  const kiln_config_section *bs = kiln_config_section_get(kiln_runtime_config(rt), "backend");
+  const char *backend = opt && opt->backend ? opt->backend : kiln_config_get_str(bs, "name");
+  if (!(opt && opt->backend) && !kiln_plugin_registry_has(kiln_runtime_plugins(rt), backend)) {
+    /* named by KILN_BACKEND or a configuration line (-B was checked when
+       the runtime opened): the message says which */
+    kiln_plugin *p = NULL;
+    kiln_status st = kiln_plugin_registry_get(kiln_runtime_plugins(rt), backend, &p);
+    if (st) return kiln_status_annotate(st, "%s: backend %s", kiln_config_origin(bs, "name"), backend);
+  }
   cli_progress("kiln: loading on %s (plan, kernels, weights) ...", backend);
   kiln_status st = kiln_session_open(rt, m, opt, out_session);
   cli_progress_clear();

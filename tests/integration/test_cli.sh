@@ -135,7 +135,11 @@ says "$tmp/empty.txt: the prompt is empty"
 # bad input, not the command line: exit 1
 KILN_BACKEND=nosuch "$kiln" run -m "$m" -p x >/dev/null 2>"$tmp/err"; rc=$?
 [ $rc -eq 1 ] || fail "KILN_BACKEND=nosuch: exit status $rc, expected 1"
-says 'no backend plugin "nosuch"'
+says 'KILN_BACKEND: backend nosuch: no backend plugin "nosuch"'
+printf '[backend]\nname = nosuch\n' >"$tmp/nosuch.ini"
+"$kiln" run --config "$tmp/nosuch.ini" -m "$m" -p x >/dev/null 2>"$tmp/err"; rc=$?
+[ $rc -eq 1 ] || fail "[backend] name = nosuch in a file: exit status $rc, expected 1"
+says "$tmp/nosuch.ini:2: backend nosuch: no backend plugin \"nosuch\""
 printf '[model]\nn_ctx = 2\n' >"$tmp/ctx2.ini"
 "$kiln" perplexity --config "$tmp/ctx2.ini" -m "$m" -f "$KILN_SRCDIR/tests/data/perplexity/stories.txt" \
   >/dev/null 2>"$tmp/err"; rc=$?

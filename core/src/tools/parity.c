@@ -313,6 +313,12 @@ kiln_status kiln_parity_plot_svg(const kiln_parity_report *r, const char *path) 
   int fd = mkstemp(data);
   if (fd < 0) return kiln_status_new(KILN_STATUS_IO, "parity plot: temp file: %s", strerror(errno));
   FILE *f = fdopen(fd, "w");
+  if (!f) {
+    kiln_status st = kiln_status_new(KILN_STATUS_IO, "parity plot: %s: %s", data, strerror(errno));
+    close(fd);
+    unlink(data);
+    return st;
+  }
   /* one gnuplot data block per node: "pos ratio" lines, blocks separated by
    * two blank lines (gnuplot's `index`) */
   size_t n_blocks = 0;
@@ -321,7 +327,10 @@ kiln_status kiln_parity_plot_svg(const kiln_parity_report *r, const char *path) 
     if (i == 0 || r->rows[i].node != r->rows[i - 1].node) n_blocks++;
     fprintf(f, "%d %.9g\n", r->rows[i].pos, isfinite(r->rows[i].norm_ratio) ? r->rows[i].norm_ratio : 0.0);
   }
-  fclose(f);
+  if (fclose(f) != 0) { /* a full /tmp: gnuplot would plot a truncated file */
+    unlink(data);
+    return kiln_status_new(KILN_STATUS_IO, "parity plot: %s: write failed", data);
+  }
   char svg[4096];
   int svg_fd = -1;
   kiln_status st = report_target(path, svg, sizeof svg, &svg_fd);
