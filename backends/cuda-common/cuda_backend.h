@@ -210,6 +210,9 @@ typedef struct kiln_cuda_node_state {
   kiln_cuda_fn attn_merge; /* ATTENTION, one token: attention_merge after decode's attention_split
                               (fn NULL: decode is the one-block-per-head kernel) */
   uint32_t attn_splits;    /* ATTENTION: attention_split's n_split, its grid's x */
+  bool merge_quant;        /* ATTENTION: attention_merge also writes y quantized into the
+                              xq scratch (activations q16 / q8), so the output projection's
+                              matvec_q skips its quantize launch */
   int64_t rows_per_token; /* RMS_NORM: rows of the weight's length per column */
   uint32_t prof_kind[2];  /* profile kinds: [0] steps of one token, [1] of several */
   /* Quantized activations (activations = q16 / q8) and the fused kernels

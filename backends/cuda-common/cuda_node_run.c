@@ -218,9 +218,13 @@ static kiln_status run_attention_split(kiln_cuda_backend *be, const kiln_node *n
   KILN_RETURN_IF_ERROR(kiln_cuda_launch(be, node, "attention_split", ns->decode.fn,
                                         ns->attn_splits, (uint32_t)node->p.attention.n_head_kv,
                                         ns->decode.block, split_args));
-  void *merge_args[] = {&part, &y};
-  return kiln_cuda_launch(be, node, "attention_merge", ns->attn_merge.fn,
-                          (uint32_t)node->p.attention.n_head, 1, ns->attn_merge.block, merge_args);
+  CUdeviceptr xq = ns->merge_quant ? be->xq : 0;
+  void *merge_args[] = {&part, &y, &xq};
+  KILN_RETURN_IF_ERROR(kiln_cuda_launch(be, node, "attention_merge", ns->attn_merge.fn,
+                                        (uint32_t)node->p.attention.n_head, 1,
+                                        ns->attn_merge.block, merge_args));
+  if (ns->merge_quant) kiln_cuda_xq_set(be, node->dst);
+  return NULL;
 }
 
 static kiln_status run_attention(kiln_cuda_backend *be, const kiln_node *node,

@@ -176,11 +176,19 @@ static kiln_status prepare_attention_decode(kiln_cuda_backend *be, const kiln_no
       kiln_cuda_attention_split_describe(be->host, be->compiler, node, warps, n_split, &d));
   KILN_RETURN_IF_ERROR(get_fn(be, d, node, &ns->decode.fn));
   ns->decode.block = 32 * warps;
+  /* With quantized activations the merge writes its output quantized too:
+   * the output projection reads it next (kiln_cuda_xq_set at the launch). */
+  const kiln_cuda_quant mq = kiln_cuda_merge_quant_fits(node) ? be->act : KILN_CUDA_QUANT_NONE;
   KILN_RETURN_IF_ERROR(
-      kiln_cuda_attention_merge_describe(be->host, be->compiler, node, warps, n_split, &d));
+      kiln_cuda_attention_merge_describe(be->host, be->compiler, node, warps, n_split, mq, &d));
   KILN_RETURN_IF_ERROR(get_fn(be, d, node, &ns->attn_merge.fn));
   ns->attn_merge.block = 32 * warps;
   ns->attn_splits = n_split;
+  ns->merge_quant = mq != KILN_CUDA_QUANT_NONE;
+  if (ns->merge_quant)
+    KILN_RETURN_IF_ERROR(xq_reserve(
+        be, kiln_cuda_xq_col_bytes((int64_t)node->p.attention.head_dim * node->p.attention.n_head, mq),
+        node));
   return attn_part_reserve(be, kiln_cuda_attention_part_bytes(node, n_split), node);
 }
 

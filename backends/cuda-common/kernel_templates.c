@@ -313,6 +313,8 @@ static const kiln_ktemplate attention_split = {
 
 static const char attention_merge_source[] =
 #include "grid_dep.cuh.inc"
+#include "quant_mode.cuh.inc"
+#include "act_quant.cuh.inc"
 #include "attention_part.cuh.inc"
 #include "attention_merge.cu.inc"
     ;
@@ -321,19 +323,24 @@ static const kiln_kparam_decl attention_merge_params[] = {
     {"head_dim", KILN_KPARAM_I64, KILN_KPARAM_BAKED, "values per head (at most 256)"},
     {"n_split", KILN_KPARAM_I64, KILN_KPARAM_BAKED, "splits attention_split wrote (1..256)"},
     {"warps", KILN_KPARAM_I64, KILN_KPARAM_BAKED, "warps per (query head) block"},
+    {"quant", KILN_KPARAM_STR, KILN_KPARAM_BAKED,
+     "y also written quantized per 32 values for the next matvec_q: q16 | q8 | none"},
+    {"k", KILN_KPARAM_I64, KILN_KPARAM_BAKED, "values of the output column, head_dim * n_head"},
     {"part", KILN_KPARAM_PTR, KILN_KPARAM_RUNTIME, "attention_split's partial results"},
     {"y", KILN_KPARAM_PTR, KILN_KPARAM_RUNTIME, "output column, f32 [head_dim * n_head]"},
+    {"xq", KILN_KPARAM_PTR, KILN_KPARAM_RUNTIME, "y quantized (quant q16 / q8), else unused"},
 };
 
 static const kiln_ktemplate attention_merge = {
     .name = KILN_CUDA_T_ATTENTION_MERGE,
-    .version = 2,
+    .version = 3,
     .entry = "kiln_attention_merge",
     .source = attention_merge_source,
     .params = attention_merge_params,
     .n_params = sizeof attention_merge_params / sizeof attention_merge_params[0],
     .help = "decode attention, second half: one block per query head merges the splits' "
-            "partial softmax results against their overall maximum",
+            "partial softmax results against their overall maximum (and quantizes y for "
+            "the output projection's matvec_q)",
 };
 
 /* Flash prefill attention: one block per (tile of query rows of one GQA

@@ -161,16 +161,29 @@ kiln_status kiln_cuda_attention_split_describe(const kiln_host_api *host,
   return kiln_cuda_describe_finish(host, st, d, node, out_desc);
 }
 
+bool kiln_cuda_merge_quant_fits(const kiln_node *node) {
+  return node->op == KILN_OP_ATTENTION && node->p.attention.head_dim > 0 &&
+         node->p.attention.head_dim % 32 == 0;
+}
+
 kiln_status kiln_cuda_attention_merge_describe(const kiln_host_api *host,
                                                kiln_kcompiler *compiler, const kiln_node *node,
                                                uint32_t warps, uint32_t n_split,
-                                               kiln_kdesc **out_desc) {
+                                               kiln_cuda_quant quant, kiln_kdesc **out_desc) {
   KILN_RETURN_IF_ERROR(attention_split_check(host, node, warps, n_split));
+  if (quant != KILN_CUDA_QUANT_NONE && !kiln_cuda_merge_quant_fits(node))
+    return kiln_node_error(host, KILN_STATUS_INVALID_ARGUMENT, node,
+                           "attention_merge quantizes whole blocks of 32 values; head_dim %d is "
+                           "not a multiple of 32",
+                           (int)node->p.attention.head_dim);
   kiln_kdesc *d = NULL;
   KILN_RETURN_IF_ERROR(host->kdesc_new(compiler, KILN_CUDA_T_ATTENTION_MERGE, &d));
   kiln_status st = host->kdesc_set_i64(d, "head_dim", node->p.attention.head_dim);
   if (!st) st = host->kdesc_set_i64(d, "n_split", n_split);
   if (!st) st = host->kdesc_set_i64(d, "warps", warps);
+  if (!st) st = host->kdesc_set_str(d, "quant", kiln_cuda_quant_name(quant));
+  if (!st)
+    st = host->kdesc_set_i64(d, "k", (int64_t)node->p.attention.head_dim * node->p.attention.n_head);
   return kiln_cuda_describe_finish(host, st, d, node, out_desc);
 }
 

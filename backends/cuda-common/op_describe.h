@@ -132,12 +132,29 @@ kiln_status kiln_cuda_attention_split_describe(const kiln_host_api *host,
                                                uint32_t warps, uint32_t n_split,
                                                kiln_kdesc **out_desc);
 
+/* How a matvec's activations meet a block weight ([<plugin>] activations):
+ * f32 (dequantized weights times f32 x: matvec), or x rounded per 32
+ * values to 16 or 8 bits for integer dot products (matvec_q). */
+typedef enum kiln_cuda_quant {
+  KILN_CUDA_QUANT_NONE = 0, /* activations = f32 */
+  KILN_CUDA_QUANT_Q8 = 8,   /* activations = q8 */
+  KILN_CUDA_QUANT_Q16 = 16  /* activations = q16 */
+} kiln_cuda_quant;
+
 /* ATTENTION, decode: attention_merge for the node's head_dim and
- * n_split; grid n_head, block 32 * warps; arguments (part, y). */
+ * n_split, with quant (the activations mode, or KILN_CUDA_QUANT_NONE)
+ * also writing y quantized for the output projection's matvec_q (k =
+ * head_dim * n_head; needs head_dim % 32 == 0: kiln_cuda_merge_quant_fits);
+ * grid n_head, block 32 * warps; arguments (part, y, xq).
+ * KILN_STATUS_INVALID_ARGUMENT (naming the node) for warps or n_split out
+ * of range or a quant the node's head_dim cannot take. */
 kiln_status kiln_cuda_attention_merge_describe(const kiln_host_api *host,
                                                kiln_kcompiler *compiler, const kiln_node *node,
                                                uint32_t warps, uint32_t n_split,
-                                               kiln_kdesc **out_desc);
+                                               kiln_cuda_quant quant, kiln_kdesc **out_desc);
+
+/* Whether attention_merge can quantize node's output (head_dim % 32 == 0). */
+bool kiln_cuda_merge_quant_fits(const kiln_node *node);
 
 /* ---- flash prefill attention (flash_attention.cu.tmpl): a pass of
  * several tokens ---- */
@@ -178,15 +195,6 @@ kiln_status kiln_cuda_eltwise_describe(const kiln_host_api *host, kiln_kcompiler
 
 /* ---- quantized activations (act_quant.cuh) and the fused kernels
  * (fused_describe.c) ---- */
-
-/* How a matvec's activations meet a block weight ([<plugin>] activations):
- * f32 (dequantized weights times f32 x: matvec), or x rounded per 32
- * values to 16 or 8 bits for integer dot products (matvec_q). */
-typedef enum kiln_cuda_quant {
-  KILN_CUDA_QUANT_NONE = 0, /* activations = f32 */
-  KILN_CUDA_QUANT_Q8 = 8,   /* activations = q8 */
-  KILN_CUDA_QUANT_Q16 = 16  /* activations = q16 */
-} kiln_cuda_quant;
 
 /* "none", "q8", "q16": the mode as the templates bake it. */
 const char *kiln_cuda_quant_name(kiln_cuda_quant q);

@@ -24,7 +24,7 @@ static const char *run(const float *q, const unsigned char *k, const unsigned ch
                        [&] { kiln_attention_split(q, k, v, part, step); });
   if (e) return e;
   return kiln_emu::launch(kiln_emu_dim3{KILN_N_HEAD, 1, 1}, 32 * KILN_WARPS,
-                          [&] { kiln_attention_merge(part, y); });
+                          [&] { kiln_attention_merge(part, y, nullptr); });
 }
 
 #define KILN_HOST_STR2(a) #a

@@ -288,9 +288,14 @@ static void compile_all(kiln_kcompiler *c, const char *arch) {
             KT_ASSERT_OK(kiln_cuda_attention_split_describe(h, c, &g->attn, split_warps[f],
                                                             splits[sp], &d));
             check_kernel(d, &g->attn, arch);
-            KT_ASSERT_OK(kiln_cuda_attention_merge_describe(h, c, &g->attn, split_warps[f],
-                                                            splits[sp], &d));
-            check_kernel(d, &g->attn, arch);
+            static const kiln_cuda_quant mq[] = {KILN_CUDA_QUANT_NONE, KILN_CUDA_QUANT_Q16,
+                                                 KILN_CUDA_QUANT_Q8};
+            for (int q = 0; q < 3; q++) {
+              if (mq[q] != KILN_CUDA_QUANT_NONE && !kiln_cuda_merge_quant_fits(&g->attn)) continue;
+              KT_ASSERT_OK(kiln_cuda_attention_merge_describe(h, c, &g->attn, split_warps[f],
+                                                              splits[sp], mq[q], &d));
+              check_kernel(d, &g->attn, arch);
+            }
           }
         KT_ASSERT_OK(kiln_cuda_eltwise_describe(h, c, &g->swiglu, 256, &d));
         check_kernel(d, &g->swiglu, arch);
@@ -464,26 +469,46 @@ static void test_attention_split(void **state) {
   assert_differ(&base, &other, "attention_split GQA 28/4 / 28/2");
   free(other.ptx);
   free(base.ptx);
-  KT_ASSERT_OK(kiln_cuda_attention_merge_describe(h, c, &g->attn, 8, 66, &d));
+  KT_ASSERT_OK(kiln_cuda_attention_merge_describe(h, c, &g->attn, 8, 66, KILN_CUDA_QUANT_NONE, &d));
   KT_ASSERT_OK(kiln_kdesc_canonical(d, &canon));
   assert_non_null(strstr(canon, "param n_split i64 66\n"));
+  assert_non_null(strstr(canon, "param quant str none\n"));
   free(canon);
   base = compile_desc(d, &g->attn);
-  KT_ASSERT_OK(kiln_cuda_attention_merge_describe(h, c, &g->attn, 8, 65, &d));
+  KT_ASSERT_OK(kiln_cuda_attention_merge_describe(h, c, &g->attn, 8, 65, KILN_CUDA_QUANT_NONE, &d));
   other = compile_desc(d, &g->attn);
   assert_differ(&base, &other, "attention_merge n_split 66 / 65");
+  free(other.ptx);
+  /* quantizing for the output projection: the mode and the column's
+   * length are baked (act_quant.cuh's layout depends on k) */
+  KT_ASSERT_OK(kiln_cuda_attention_merge_describe(h, c, &g->attn, 8, 66, KILN_CUDA_QUANT_Q16, &d));
+  KT_ASSERT_OK(kiln_kdesc_canonical(d, &canon));
+  assert_non_null(strstr(canon, "param quant str q16\n"));
+  assert_non_null(strstr(canon, "param k i64 3584\n"));
+  free(canon);
+  other = compile_desc(d, &g->attn);
+  assert_differ(&base, &other, "attention_merge quant none / q16");
+  free(base.ptx);
+  base = other;
+  KT_ASSERT_OK(kiln_cuda_attention_merge_describe(h, c, &g->attn, 8, 66, KILN_CUDA_QUANT_Q8, &d));
+  other = compile_desc(d, &g->attn);
+  assert_differ(&base, &other, "attention_merge quant q16 / q8");
   free(other.ptx);
   free(base.ptx);
 
   /* refusals, naming the node */
   KT_ASSERT_ERR(kiln_cuda_attention_split_describe(h, c, &g->attn, 33, 66, &d),
                 KILN_STATUS_INVALID_ARGUMENT, "attention node 'blk.0.attn': warps 33 is outside 1..32");
-  KT_ASSERT_ERR(kiln_cuda_attention_merge_describe(h, c, &g->attn, 0, 66, &d),
+  KT_ASSERT_ERR(kiln_cuda_attention_merge_describe(h, c, &g->attn, 0, 66, KILN_CUDA_QUANT_NONE, &d),
                 KILN_STATUS_INVALID_ARGUMENT, "warps 0 is outside 1..32");
   KT_ASSERT_ERR(kiln_cuda_attention_split_describe(h, c, &g->attn, 8, 0, &d),
                 KILN_STATUS_INVALID_ARGUMENT, "n_split 0 is outside 1..256");
-  KT_ASSERT_ERR(kiln_cuda_attention_merge_describe(h, c, &g->attn, 8, 257, &d),
+  KT_ASSERT_ERR(kiln_cuda_attention_merge_describe(h, c, &g->attn, 8, 257, KILN_CUDA_QUANT_NONE, &d),
                 KILN_STATUS_INVALID_ARGUMENT, "n_split 257 is outside 1..256");
+  build(g2, &shapes[0], KILN_TYPE_Q8_0); /* head_dim 8: no whole blocks of 32 to quantize */
+  assert_false(kiln_cuda_merge_quant_fits(&g2->attn));
+  KT_ASSERT_ERR(kiln_cuda_attention_merge_describe(h, c, &g2->attn, 8, 66, KILN_CUDA_QUANT_Q16, &d),
+                KILN_STATUS_INVALID_ARGUMENT, "head_dim 8 is not a multiple of 32");
   shape mqa = shapes[1]; /* 32 query heads on one KV head */
   mqa.n_head = 32;
   mqa.n_head_kv = 1;
@@ -501,7 +526,7 @@ static void test_attention_split(void **state) {
   wide.n_head_kv = 2;
   build(g2, &wide, KILN_TYPE_Q8_0);
   assert_false(kiln_cuda_attention_split_fits(&g2->attn));
-  KT_ASSERT_ERR(kiln_cuda_attention_merge_describe(h, c, &g2->attn, 8, 66, &d),
+  KT_ASSERT_ERR(kiln_cuda_attention_merge_describe(h, c, &g2->attn, 8, 66, KILN_CUDA_QUANT_NONE, &d),
                 KILN_STATUS_UNSUPPORTED, "needs 16 heads and 128 values");
   wide.n_head_kv = 4; /* 8 heads a group at 256: 64 values, the most */
   build(g2, &wide, KILN_TYPE_Q8_0);

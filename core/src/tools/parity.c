@@ -6,6 +6,7 @@
 
 #include <errno.h>
 #include <math.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -308,7 +309,29 @@ kiln_status kiln_parity_write_csv(const kiln_parity_report *r, const char *path)
   return report_commit(tmp, path);
 }
 
+/* Whether PROG (a path, or a name looked up in $PATH as the shell would)
+ * names an executable file. */
+static bool program_found(const char *prog) {
+  if (strchr(prog, '/')) return access(prog, X_OK) == 0;
+  const char *dirs = getenv("PATH");
+  for (const char *d = dirs ? dirs : ""; d && *d;) {
+    const char *end = strchr(d, ':');
+    const size_t n = end ? (size_t)(end - d) : strlen(d);
+    char full[4096];
+    if (snprintf(full, sizeof full, "%.*s/%s", (int)n, d, prog) < (int)sizeof full && access(full, X_OK) == 0)
+      return true;
+    d = end ? end + 1 : NULL;
+  }
+  return false;
+}
+
 kiln_status kiln_parity_plot_svg(const kiln_parity_report *r, const char *path) {
+  /* Asked first: a shell that finds no gnuplot exits before reading the
+   * script, and writing it would then raise SIGPIPE. */
+  if (!program_found(KILN_GNUPLOT))
+    return kiln_status_new(KILN_STATUS_UNAVAILABLE,
+                           "parity plot: %s is not installed (Debian: gnuplot-nox); %s not written", KILN_GNUPLOT,
+                           path);
   char data[] = "/tmp/kiln-parity-XXXXXX";
   int fd = mkstemp(data);
   if (fd < 0) return kiln_status_new(KILN_STATUS_IO, "parity plot: temp file: %s", strerror(errno));
@@ -346,8 +369,14 @@ kiln_status kiln_parity_plot_svg(const kiln_parity_report *r, const char *path) 
   close(svg_fd);
   /* gnuplot's messages (and, where its output cannot open, the SVG itself)
    * go to stderr: kiln's stdout carries only kiln's report. */
+  /* A gnuplot that exits early (a crash, a bad terminal) must not take kiln
+   * with it: SIGPIPE is ignored while the script is written, then restored. */
+  struct sigaction ign = {.sa_handler = SIG_IGN}, old_pipe;
+  sigemptyset(&ign.sa_mask);
+  sigaction(SIGPIPE, &ign, &old_pipe);
   FILE *gp = popen(KILN_GNUPLOT " 1>&2", "w");
   if (!gp) {
+    sigaction(SIGPIPE, &old_pipe, NULL);
     unlink(data);
     unlink(svg);
     return kiln_status_new(KILN_STATUS_UNAVAILABLE, "parity plot: cannot run %s", KILN_GNUPLOT);
@@ -370,6 +399,7 @@ kiln_status kiln_parity_plot_svg(const kiln_parity_report *r, const char *path) 
   }
   fprintf(gp, "\n");
   int rc = pclose(gp);
+  sigaction(SIGPIPE, &old_pipe, NULL);
   unlink(data);
   struct stat sb;
   if (rc != 0 || stat(svg, &sb) != 0 || sb.st_size == 0) {
