@@ -9,7 +9,8 @@
 #      with llama-quantize to Q4_K_M: /tmp/q7b-q4km.gguf, 4.68 GB, once per machine;
 #   3. runs llama-bench (flash attention off and on) and `kiln bench` on every CUDA backend
 #      on that one file, side by side, and prints the ratios.
-# Each step skips what a warm machine already has. PEER_STEPS="build model bench" picks steps.
+# Each step skips what a warm machine already has. PEER_STEPS="build model bench" picks steps;
+# the step "depth" runs only the decode-at-depth part (PEER_DEPTHS, below).
 set -uo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd); out=${OUT:-/tmp}; K=/tmp/kiln-build/cli/kiln; M=/tmp/q7b-q4km.gguf
 steps=${PEER_STEPS:-build model bench}
@@ -49,12 +50,18 @@ if [[ $steps == *bench* ]]; then
   echo "(ratios: divide kiln's t/s by llama-bench's pp512 and tg128 rows, same run, same file)"
 fi
 # Decode at depth: PEER_DEPTHS="1024 3840 16384" compares tg64 after a prompt of that many tokens
-# (llama-bench -d D and kiln bench -d D: the same flag, the same test).
-if [[ $steps == *bench* && -n ${PEER_DEPTHS:-} ]]; then
+# (llama-bench -d D and kiln bench -d D: the same flag, the same test), on PEER_DEPTH_BACKENDS
+# (default: the first of PEER_BACKENDS).
+if [[ ($steps == *bench* || $steps == *depth*) && -n ${PEER_DEPTHS:-} ]]; then
   /tmp/llama/build/bin/llama-bench -m $M -ngl 99 -fa 1 -p 0 -n 64 -d "$(echo $PEER_DEPTHS | tr ' ' ,)" -r 2 2>/dev/null |
     tee "$out/llama-bench-depth.txt" | grep -E '^\| qwen'
-  for d in $PEER_DEPTHS; do
-    echo "-- kiln ${PEER_BACKENDS%% *}, tg64 after $d prompt tokens"
-    timeout 300 $K bench -m $M -B "${PEER_BACKENDS%% *}" -d "$d" -p 0 -n 64 -r 2 -b 512 ${KILN_BENCH_ARGS:-} 2>&1 | grep -E '^\| .*tg|error'
+  PEER_BACKENDS=${PEER_BACKENDS:-cuda-batched cuda-serial cuda-cc120}
+  printf '[cuda-cc120]\nallow_lower_cc = true\n' > /tmp/peer-cc120.ini
+  for b in ${PEER_DEPTH_BACKENDS:-${PEER_BACKENDS%% *}}; do
+    c=""; [ "$b" = cuda-cc120 ] && c="--config /tmp/peer-cc120.ini"
+    for d in $PEER_DEPTHS; do
+      echo "-- kiln $b, tg64 after $d prompt tokens"
+      timeout 300 $K bench -m $M -B "$b" $c -d "$d" -p 0 -n 64 -r 2 -b 512 ${KILN_BENCH_ARGS:-} 2>&1 | grep -E '^\| .*tg|error'
+    done
   done
 fi
