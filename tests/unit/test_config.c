@@ -133,6 +133,9 @@ static void test_bad_values(void **state) {
   expect_error("[backend]\n\nbatch = 0\n", 3, "outside");
   expect_error("[backend]\nfallback = gpu\n", 2, "not one of error|cpu");
   expect_error("[sampling]\ntemperature = nan\n", 2, "not a finite number");
+  expect_error("[sampling]\ntemperature = 1e999\n", 2, "not a finite number");
+  /* an underflow (strtod's ERANGE) is named as one, not as a non-number */
+  expect_error("[sampling]\ntemperature = 1e-320\n", 2, "below the smallest normal double");
   expect_error("[sampling]\ntop_p = 1.5\n", 2, "outside");
 }
 

@@ -6,6 +6,8 @@
 #include "kiln/escape.h"
 
 #include <errno.h>
+#include <float.h>
+#include <math.h>
 #include <ini.h>
 #include <stdlib.h>
 #include <string.h>
@@ -122,6 +124,10 @@ static kiln_status check_value(const kiln_config_key *k, const char *value) {
     char *end;
     errno = 0;
     double v = strtod(value, &end);
+    if (errno == ERANGE && end != value && !*end && fabs(v) <= DBL_MIN) /* 1e-320: not a wrong number, a tiny one */
+      return kiln_status_new(KILN_STATUS_OUT_OF_RANGE,
+                             "\"%s\" is below the smallest normal double (%.3g): give 0 or a larger value",
+                             value, DBL_MIN);
     if (errno || end == value || *end || v != v || v - v != 0)
       return kiln_status_new(KILN_STATUS_INVALID_ARGUMENT, "\"%s\" is not a finite number", value);
     if (v < k->min || v > k->max)
