@@ -74,7 +74,9 @@ tests_unit_test_kcache_guard_drop_LDADD = backends/cuda-common/libkilncudacommon
 # matvec_q's load0 and groups_per_block, the split decode attention's
 # n_split and n_head_kv (its GQA ratio), each checked in attention_split
 # alone (KILN_KCACHE_TEST_DROP_TEMPLATE: attention and rope_store bake
-# n_head_kv too, and would go red first), n_split in attention_merge, and
+# n_head_kv too, and would go red first), n_split in attention_merge, the
+# merge's quant and k (its quantized output's mode and column length:
+# matvec_q bakes both too, and would go red first), and
 # the KV cache's type (kv_type) in each of store_kv, attention,
 # attention_split and rope_store alone.
 # And every baked parameter of the flash prefill attention (head_dim,
@@ -90,7 +92,8 @@ kcache_guard_drop_more = tests/unit/test_kcache_guard_drop_l2_eps tests/unit/tes
 	tests/unit/test_kcache_guard_drop_d_conv tests/unit/test_kcache_guard_drop_chunk \
 	tests/unit/test_kcache_guard_drop_load0 tests/unit/test_kcache_guard_drop_groups_per_block \
 	tests/unit/test_kcache_guard_drop_n_split tests/unit/test_kcache_guard_drop_n_head_kv \
-	tests/unit/test_kcache_guard_drop_n_split_merge tests/unit/test_kcache_guard_drop_kv_store \
+	tests/unit/test_kcache_guard_drop_n_split_merge tests/unit/test_kcache_guard_drop_quant_merge \
+	tests/unit/test_kcache_guard_drop_k_merge tests/unit/test_kcache_guard_drop_kv_store \
 	tests/unit/test_kcache_guard_drop_kv_attention tests/unit/test_kcache_guard_drop_kv_split \
 	tests/unit/test_kcache_guard_drop_kv_rope_store \
 	$(kcache_guard_drop_flash)
@@ -144,6 +147,16 @@ tests_unit_test_kcache_guard_drop_n_split_merge_CPPFLAGS = $(kcache_cuda_cppflag
 	-DKILN_KCACHE_TEST_DROP_TEMPLATE='"attention_merge"'
 tests_unit_test_kcache_guard_drop_n_split_merge_CFLAGS = $(kcache_guard_drop_cflags)
 tests_unit_test_kcache_guard_drop_n_split_merge_LDADD = $(kcache_guard_drop_libs)
+tests_unit_test_kcache_guard_drop_quant_merge_SOURCES = $(kcache_guard_drop_sources)
+tests_unit_test_kcache_guard_drop_quant_merge_CPPFLAGS = $(kcache_cuda_cppflags) -DKILN_KCACHE_TEST_DROP_PARAM='"quant"' \
+	-DKILN_KCACHE_TEST_DROP_TEMPLATE='"attention_merge"'
+tests_unit_test_kcache_guard_drop_quant_merge_CFLAGS = $(kcache_guard_drop_cflags)
+tests_unit_test_kcache_guard_drop_quant_merge_LDADD = $(kcache_guard_drop_libs)
+tests_unit_test_kcache_guard_drop_k_merge_SOURCES = $(kcache_guard_drop_sources)
+tests_unit_test_kcache_guard_drop_k_merge_CPPFLAGS = $(kcache_cuda_cppflags) -DKILN_KCACHE_TEST_DROP_PARAM='"k"' \
+	-DKILN_KCACHE_TEST_DROP_TEMPLATE='"attention_merge"'
+tests_unit_test_kcache_guard_drop_k_merge_CFLAGS = $(kcache_guard_drop_cflags)
+tests_unit_test_kcache_guard_drop_k_merge_LDADD = $(kcache_guard_drop_libs)
 kcache_guard_drop_flash = tests/unit/test_kcache_guard_drop_flash_head_dim \
 	tests/unit/test_kcache_guard_drop_flash_n_head \
 	tests/unit/test_kcache_guard_drop_flash_n_head_kv \
