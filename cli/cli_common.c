@@ -49,12 +49,17 @@ static const char *build_plugins(void) {
   return KILN_ABS_BUILDDIR "/.libs";
 }
 
-kiln_status cli_backend_check(cli_common *c, kiln_runtime *rt, const char *flag, const char *name) {
+/* NULL when a plugin of that name is there or loads; else the registry's
+ * message (not there, or not a name), which says where it looked. */
+static kiln_status plugin_missing(kiln_runtime *rt, const char *name) {
   kiln_plugin_registry *r = kiln_runtime_plugins(rt);
   if (kiln_plugin_registry_has(r, name)) return NULL;
   kiln_plugin *p = NULL;
-  /* not there, or not a name: the registry's message says which, and where it looked */
-  kiln_status st = kiln_plugin_registry_get(r, name, &p);
+  return kiln_plugin_registry_get(r, name, &p);
+}
+
+kiln_status cli_backend_check(cli_common *c, kiln_runtime *rt, const char *flag, const char *name) {
+  kiln_status st = plugin_missing(rt, name);
   if (!st) return NULL;
   c->flags_at_fault = true;
   return kiln_status_annotate(st, "%s %s", flag, name);
@@ -110,11 +115,10 @@ kiln_status cli_session_open(kiln_runtime *rt, const kiln_model *m, const kiln_s
                              kiln_session **out_session) {
   const kiln_config_section *bs = kiln_config_section_get(kiln_runtime_config(rt), "backend");
   const char *backend = opt && opt->backend ? opt->backend : kiln_config_get_str(bs, "name");
-  if (!(opt && opt->backend) && !kiln_plugin_registry_has(kiln_runtime_plugins(rt), backend)) {
+  if (!(opt && opt->backend)) {
     /* named by KILN_BACKEND or a configuration line (-B was checked when
        the runtime opened): the message says which */
-    kiln_plugin *p = NULL;
-    kiln_status st = kiln_plugin_registry_get(kiln_runtime_plugins(rt), backend, &p);
+    kiln_status st = plugin_missing(rt, backend);
     if (st) return kiln_status_annotate(st, "%s: backend %s", kiln_config_origin(bs, "name"), backend);
   }
   cli_progress("kiln: loading on %s (plan, kernels, weights) ...", backend);

@@ -423,6 +423,17 @@ static compiled compile_desc(kiln_kdesc *d, const kiln_node *nd) {
   return r;
 }
 
+/* d's canonical form holds `line` (a whole "param ...\n" line), or fails
+ * showing the form. */
+static void assert_canon_has(kiln_kdesc *d, const char *line) {
+  char *canon = NULL;
+  KT_ASSERT_OK(kiln_kdesc_canonical(d, &canon));
+  const bool has = strstr(canon, line) != NULL;
+  if (!has) printf("canonical form lacks \"%s\":\n%s\n", line, canon);
+  free(canon);
+  assert_true(has);
+}
+
 /* Different keys and different PTX, or fails naming `what`. */
 static void assert_differ(const compiled *a, const compiled *b, const char *what) {
   if (kiln_kkey_equal(&a->key, &b->key)) fail_msg("%s: the same key", what);
@@ -470,10 +481,8 @@ static void test_attention_split(void **state) {
   free(other.ptx);
   free(base.ptx);
   KT_ASSERT_OK(kiln_cuda_attention_merge_describe(h, c, &g->attn, 8, 66, KILN_CUDA_QUANT_NONE, &d));
-  KT_ASSERT_OK(kiln_kdesc_canonical(d, &canon));
-  assert_non_null(strstr(canon, "param n_split i64 66\n"));
-  assert_non_null(strstr(canon, "param quant str none\n"));
-  free(canon);
+  assert_canon_has(d, "param n_split i64 66\n");
+  assert_canon_has(d, "param quant str none\n");
   base = compile_desc(d, &g->attn);
   KT_ASSERT_OK(kiln_cuda_attention_merge_describe(h, c, &g->attn, 8, 65, KILN_CUDA_QUANT_NONE, &d));
   other = compile_desc(d, &g->attn);
@@ -482,10 +491,8 @@ static void test_attention_split(void **state) {
   /* quantizing for the output projection: the mode and the column's
    * length are baked (act_quant.cuh's layout depends on k) */
   KT_ASSERT_OK(kiln_cuda_attention_merge_describe(h, c, &g->attn, 8, 66, KILN_CUDA_QUANT_Q16, &d));
-  KT_ASSERT_OK(kiln_kdesc_canonical(d, &canon));
-  assert_non_null(strstr(canon, "param quant str q16\n"));
-  assert_non_null(strstr(canon, "param k i64 3584\n"));
-  free(canon);
+  assert_canon_has(d, "param quant str q16\n");
+  assert_canon_has(d, "param k i64 3584\n");
   other = compile_desc(d, &g->attn);
   assert_differ(&base, &other, "attention_merge quant none / q16");
   free(base.ptx);

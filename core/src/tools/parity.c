@@ -368,9 +368,9 @@ kiln_status kiln_parity_plot_svg(const kiln_parity_report *r, const char *path) 
   }
   close(svg_fd);
   /* gnuplot's messages (and, where its output cannot open, the SVG itself)
-   * go to stderr: kiln's stdout carries only kiln's report. */
-  /* A gnuplot that exits early (a crash, a bad terminal) must not take kiln
-   * with it: SIGPIPE is ignored while the script is written, then restored. */
+   * go to stderr: kiln's stdout carries only kiln's report. A gnuplot that
+   * exits early (a crash, a bad terminal) must not take kiln with it:
+   * SIGPIPE is ignored while the script is written, then restored. */
   struct sigaction ign = {.sa_handler = SIG_IGN}, old_pipe;
   sigemptyset(&ign.sa_mask);
   sigaction(SIGPIPE, &ign, &old_pipe);
@@ -404,10 +404,6 @@ kiln_status kiln_parity_plot_svg(const kiln_parity_report *r, const char *path) 
   struct stat sb;
   if (rc != 0 || stat(svg, &sb) != 0 || sb.st_size == 0) {
     unlink(svg);
-    if (WIFEXITED(rc) && WEXITSTATUS(rc) == 127) /* the shell found no such program */
-      return kiln_status_new(KILN_STATUS_UNAVAILABLE,
-                             "parity plot: %s is not installed (Debian: gnuplot-nox); %s not written",
-                             KILN_GNUPLOT, path);
     return kiln_status_new(KILN_STATUS_UNAVAILABLE, "parity plot: %s failed (exit status %d) writing %s",
                            KILN_GNUPLOT, WIFEXITED(rc) ? WEXITSTATUS(rc) : -1, path);
   }

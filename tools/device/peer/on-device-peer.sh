@@ -16,6 +16,10 @@ root=$(cd "$(dirname "$0")/.." && pwd); out=${OUT:-/tmp}; K=/tmp/kiln-build/cli/
 steps=${PEER_STEPS:-build model bench}
 export LD_LIBRARY_PATH=/usr/local/cuda/lib64:/tmp/sysroot/usr/lib/x86_64-linux-gnu:${LD_LIBRARY_PATH:-}
 export KILN_PLUGIN_PATH=/tmp/kiln-build/.libs
+PEER_BACKENDS=${PEER_BACKENDS:-cuda-batched cuda-serial cuda-cc120}
+# cuda-cc120 opens on the H200 (compute capability 9.0) only when allowed to
+printf '[cuda-cc120]\nallow_lower_cc = true\n' > /tmp/peer-cc120.ini
+cfg_for() { [ "$1" = cuda-cc120 ] && echo "--config /tmp/peer-cc120.ini"; }
 if [[ $steps == *build* && ! -x /tmp/llama/build/bin/llama-bench ]]; then
   rm -rf /tmp/llama && mkdir -p /tmp/llama && tar xzf "$root/.peer/llama-src.tgz" -C /tmp/llama
   (cd /tmp/llama && cmake -B build -G Ninja -DGGML_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=90 \
@@ -37,14 +41,11 @@ if [[ $steps == *model* && ! -f $M ]]; then
   rm -f /tmp/q7b-f16.gguf; echo "== $M written in $(( $(date +%s) - t )) s"
 fi
 if [[ $steps == *bench* ]]; then
-  printf '[cuda-cc120]\nallow_lower_cc = true\n' > /tmp/peer-cc120.ini
   nvidia-smi --query-gpu=name,clocks.sm,clocks.mem,temperature.gpu --format=csv,noheader
   /tmp/llama/build/bin/llama-bench -m $M -ngl 99 -fa 0,1 -p 512 -n 128 -r 3 2>/dev/null |
     tee "$out/llama-bench.txt" | grep -E '^\|'
-  PEER_BACKENDS=${PEER_BACKENDS:-cuda-batched cuda-serial cuda-cc120}
   for b in $PEER_BACKENDS; do
-    c=""; [ "$b" = cuda-cc120 ] && c="--config /tmp/peer-cc120.ini"
-    echo "-- kiln $b"; timeout 300 $K bench -m $M -B "$b" $c -p 512 -n 128 -r 3 -b 512 ${KILN_BENCH_ARGS:-} 2>&1 |
+    echo "-- kiln $b"; timeout 300 $K bench -m $M -B "$b" $(cfg_for "$b") -p 512 -n 128 -r 3 -b 512 ${KILN_BENCH_ARGS:-} 2>&1 |
       tee "$out/kiln-bench-$b.txt" | grep -E '^\| |error'
   done
   echo "(ratios: divide kiln's t/s by llama-bench's pp512 and tg128 rows, same run, same file)"
@@ -55,13 +56,10 @@ fi
 if [[ ($steps == *bench* || $steps == *depth*) && -n ${PEER_DEPTHS:-} ]]; then
   /tmp/llama/build/bin/llama-bench -m $M -ngl 99 -fa 1 -p 0 -n 64 -d "$(echo $PEER_DEPTHS | tr ' ' ,)" -r 2 2>/dev/null |
     tee "$out/llama-bench-depth.txt" | grep -E '^\| qwen'
-  PEER_BACKENDS=${PEER_BACKENDS:-cuda-batched cuda-serial cuda-cc120}
-  printf '[cuda-cc120]\nallow_lower_cc = true\n' > /tmp/peer-cc120.ini
   for b in ${PEER_DEPTH_BACKENDS:-${PEER_BACKENDS%% *}}; do
-    c=""; [ "$b" = cuda-cc120 ] && c="--config /tmp/peer-cc120.ini"
     for d in $PEER_DEPTHS; do
       echo "-- kiln $b, tg64 after $d prompt tokens"
-      timeout 300 $K bench -m $M -B "$b" $c -d "$d" -p 0 -n 64 -r 2 -b 512 ${KILN_BENCH_ARGS:-} 2>&1 | grep -E '^\| .*tg|error'
+      timeout 300 $K bench -m $M -B "$b" $(cfg_for "$b") -d "$d" -p 0 -n 64 -r 2 -b 512 ${KILN_BENCH_ARGS:-} 2>&1 | grep -E '^\| .*tg|error'
     done
   done
 fi
