@@ -301,7 +301,7 @@ static const kiln_kparam_decl attention_split_params[] = {
 
 static const kiln_ktemplate attention_split = {
     .name = KILN_CUDA_T_ATTENTION_SPLIT,
-    .version = 3,
+    .version = 4,
     .entry = "kiln_attention_split",
     .source = attention_split_source,
     .params = attention_split_params,

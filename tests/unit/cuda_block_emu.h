@@ -188,6 +188,9 @@ struct alignas(16) float4 {
   float x, y, z, w;
 };
 static inline float4 make_float4(float x, float y, float z, float w) { return float4{x, y, z, w}; }
+struct alignas(8) uint2 {
+  unsigned x, y;
+};
 
 static inline void __syncthreads() {
   const unsigned gen = kiln_emu::S.block_gen;
