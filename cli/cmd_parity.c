@@ -65,6 +65,8 @@ static void usage(FILE *out) {
         "      --min-cos X       (default 0.9999)\n"
         "      --test-eps X      plan the test side's RMSNorm with this ε instead of the model's:\n"
         "                        shows the check sees a wrong ε (the seed defect)\n"
+        "      --test-kv TYPE    the test side's KV cache type (f32, f16, bf16, q8_0; [kv_cache] type);\n"
+        "                        the reference keeps the configured one: what a cache type costs\n"
         "      --json            the report as one JSON object (every row) on stdout\n"
         CLI_MODEL_HELP,
         out);
@@ -122,7 +124,7 @@ static json_t *parity_json(const kiln_parity_report *r) {
 
 int cmd_parity(int argc, char **argv) {
   enum { O_REF = CLI_OPT_FIRST_FREE, O_TEST, O_PER_OP, O_ALL, O_CSV, O_PLOT, O_REL, O_NORM, O_COS, O_EPS, O_CHAT,
-         O_JSON, O_NO_ESCAPE, O_NO_SPECIAL };
+         O_JSON, O_NO_ESCAPE, O_NO_SPECIAL, O_KV };
   static const struct option longopts[] = {
       CLI_MODEL_LONGOPTS,
       {"prompt", required_argument, 0, 'p'},  {"file", required_argument, 0, 'f'},
@@ -133,13 +135,15 @@ int cmd_parity(int argc, char **argv) {
       {"csv", required_argument, 0, O_CSV},   {"plot", required_argument, 0, O_PLOT},
       {"max-rel-l2", required_argument, 0, O_REL}, {"max-norm-dev", required_argument, 0, O_NORM},
       {"min-cos", required_argument, 0, O_COS}, {"test-eps", required_argument, 0, O_EPS},
+      {"test-kv", required_argument, 0, O_KV},
       {"chat", no_argument, 0, O_CHAT},
       {"help", no_argument, 0, 'h'},          {0, 0, 0, 0}};
   cli_common cc = {.cmd = "parity"};
   kiln_parity_options o = {0};
-  kiln_config_override ref_ov, test_ov;
+  /* each side: [cpu] precision from B:f64; the test side also --test-kv */
+  kiln_config_override ref_ov[1], test_ov[2];
   char ref_name[64], test_name[64];
-  const char *prompt = NULL, *prompt_file = NULL, *csv = NULL, *plot = NULL;
+  const char *prompt = NULL, *prompt_file = NULL, *csv = NULL, *plot = NULL, *test_kv = NULL;
   bool all = false, chat = false, have_ref = false, have_test = false, ok = true, json = false, escape = true,
        special = true;
   double v;
@@ -160,7 +164,7 @@ int cmd_parity(int argc, char **argv) {
     case O_REF:
     case O_TEST:
       ok = parse_side(optarg, opt == O_REF ? ref_name : test_name, sizeof ref_name, opt == O_REF ? &o.ref : &o.test,
-                      opt == O_REF ? &ref_ov : &test_ov);
+                      opt == O_REF ? ref_ov : test_ov);
       if (!ok) fprintf(stderr, "kiln parity: %s %s: a backend is NAME, or cpu:f64 / cpu:f32\n",
                        opt == O_REF ? "--ref" : "--test", optarg);
       if (opt == O_REF) have_ref = ok;
@@ -174,6 +178,7 @@ int cmd_parity(int argc, char **argv) {
     case O_NORM: ok = num("--max-norm-dev", optarg, 1e300, false, &o.max_norm_dev); break;
     case O_COS: ok = num("--min-cos", optarg, 1.0, false, &o.min_cos); break;
     case O_EPS: ok = num("--test-eps", optarg, 1.0, false, &v); o.test.eps_override = (float)v; break;
+    case O_KV: test_kv = optarg; break; /* checked by the session, naming the flag */
     case O_CHAT: chat = true; break;
     case 'h': usage(stdout); return 0;
     default: usage(stderr); return 2;
@@ -184,6 +189,11 @@ int cmd_parity(int argc, char **argv) {
   if (!have_ref || !have_test) {
     usage(stderr);
     return cli_usage_error("parity", "--ref and --test are required");
+  }
+  if (test_kv) {
+    test_ov[o.test.n_overrides] = (kiln_config_override){"kv_cache", "type", test_kv, "--test-kv"};
+    o.test.overrides = test_ov;
+    o.test.n_overrides++;
   }
   kiln_runtime *rt = NULL;
   kiln_model *m = NULL;

@@ -246,5 +246,28 @@ Hello<|im_end|>
   "$kiln" parity -m "$tmp/q.gguf" --chat -p "Hello" --ref cpu:f64 --test cpu --per-op --test-eps 1e-5 \
     >"$tmp/par" 2>&1 && fail "parity at eps 1e-5 passed"
   grep -q "^FAIL: .* first: blk.0.attn_norm at position 0 (token 151644" "$tmp/par" || { cat "$tmp/par"; fail "parity failure line"; }
-  echo "ok: synth, run --chat/--raw, parity"
+  # --test-kv: the test side's cache in f16, the reference's in f32; its
+  # stored K/V rows show f16's rounding (f32 arithmetic alone: < 1e-5)
+  worst_store() { awk -F, '$2 == "store_kv" && $7 > w { w = $7 } END { print w + 0 }' "$1"; }
+  "$kiln" parity -m "$tmp/q.gguf" --chat -p "Hello" --ref cpu:f64 --test cpu --per-op --test-kv f16 \
+    --csv "$tmp/p16.csv" >"$tmp/par" 2>&1
+  grep -q "^parity: test cpu\[kv_cache.type=f16\] against reference cpu\[precision=f64\]" "$tmp/par" \
+    || { cat "$tmp/par"; fail "parity --test-kv: the test side's name"; }
+  awk -v a="$(worst_store "$tmp/p.csv")" -v b="$(worst_store "$tmp/p16.csv")" \
+    'BEGIN { exit !(a < 1e-5 && b > 1e-5) }' || fail "parity --test-kv f16: store_kv rows $(worst_store "$tmp/p16.csv") vs f32 $(worst_store "$tmp/p.csv")"
+  "$kiln" parity -m "$tmp/q.gguf" -p "Hello" --ref cpu:f64 --test cpu --test-kv q8_0 >"$tmp/par" 2>&1 \
+    && fail "parity --test-kv q8_0 ran at head_dim 16"
+  grep -q "q8_0 needs head_dim to be a multiple of 32" "$tmp/par" || { cat "$tmp/par"; fail "parity --test-kv q8_0: message"; }
+  "$kiln" parity -m "$tmp/q.gguf" -p "Hello" --ref cpu:f64 --test cpu --test-kv f8 >"$tmp/par" 2>&1 \
+    && fail "parity --test-kv f8 accepted"
+  grep -q -- '--test-kv: \[kv_cache\] type: "f8" is not one of' "$tmp/par" || { cat "$tmp/par"; fail "parity --test-kv f8: message"; }
+  # tools/kv-parity.sh: a row per op kind and one over every node for each
+  # type; q8_0 at head_dim 16 said not possible
+  printf 'Hello there, how are you?' > "$tmp/prompt.txt"
+  KILN="$kiln" bash "$KILN_SRCDIR/tools/kv-parity.sh" "$tmp/q.gguf" "$tmp/prompt.txt" f32 f16 q8_0 >"$tmp/kvp" 2>&1 \
+    || { cat "$tmp/kvp"; fail "kv-parity.sh"; }
+  grep -q '^| q.gguf | f32 | \*\*every node\*\* | .* | 0 | ' "$tmp/kvp" || { cat "$tmp/kvp"; fail "kv-parity.sh: f32 row"; }
+  grep -q '^| q.gguf | f16 | attention | ' "$tmp/kvp" || { cat "$tmp/kvp"; fail "kv-parity.sh: f16 attention row"; }
+  grep -q '^| q.gguf | q8_0 | (not possible: head_dim is 16)' "$tmp/kvp" || { cat "$tmp/kvp"; fail "kv-parity.sh: q8_0 row"; }
+  echo "ok: synth, run --chat/--raw, parity, parity --test-kv, kv-parity.sh"
 fi

@@ -33,7 +33,7 @@ extern "C" {
 
 typedef struct kiln_parity_side {
   const char *backend;                 /* plugin name */
-  const kiln_config_override *overrides; /* e.g. {"cpu","precision","f64"} */
+  const kiln_config_override *overrides; /* e.g. {"cpu","precision","f64"}, {"kv_cache","type","f16"} */
   size_t n_overrides;
   float eps_override;                  /* plan RMSNorm with this ε (0 = the model's) */
 } kiln_parity_side;

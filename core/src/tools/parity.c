@@ -73,9 +73,14 @@ static kiln_status run_side(kiln_runtime *rt, const kiln_model *m, const int32_t
   }
   /* "cpu[precision=f64]", "cpu[eps=1e-05]": the side as configured */
   int w = snprintf(backend_name, name_cap, "%s", kiln_plan_backend_name(p));
-  for (size_t i = 0; i < side->n_overrides && w > 0 && (size_t)w < name_cap; i++)
-    w += snprintf(backend_name + w, name_cap - (size_t)w, "%s%s=%s", i ? "," : "[", side->overrides[i].key,
-                  side->overrides[i].value);
+  /* a setting of another section than the side's backend's is named with
+   * it: "cpu[precision=f64]", "cpu[kv_cache.type=f16]" */
+  for (size_t i = 0; i < side->n_overrides && w > 0 && (size_t)w < name_cap; i++) {
+    const kiln_config_override *ov = &side->overrides[i];
+    const bool own = strcmp(ov->section, side->backend) == 0;
+    w += snprintf(backend_name + w, name_cap - (size_t)w, "%s%s%s%s=%s", i ? "," : "[", own ? "" : ov->section,
+                  own ? "" : ".", ov->key, ov->value);
+  }
   if (side->eps_override > 0.0f && w > 0 && (size_t)w < name_cap)
     w += snprintf(backend_name + w, name_cap - (size_t)w, "%seps=%g", side->n_overrides ? "," : "[",
                   (double)side->eps_override);
