@@ -49,16 +49,16 @@ static void usage(FILE *out) {
         out);
 }
 
-/* -s -1: a seed from the system's entropy, printed so the run can be
- * repeated. */
-static bool random_seed(char *buf, size_t cap) {
+/* [sampling] seed = -1 (or -s -1): a seed from the system's entropy, below
+ * 2^53 like every configured one, printed so the run can be repeated. */
+static kiln_status random_seed(uint64_t *out) {
   uint64_t v = 0;
   int fd = open("/dev/urandom", O_RDONLY);
-  if (fd < 0) return false;
-  bool ok = read(fd, &v, sizeof v) == (ssize_t)sizeof v;
-  close(fd);
-  snprintf(buf, cap, "%llu", (unsigned long long)(v & ((1ull << 53) - 1)));
-  return ok;
+  bool ok = fd >= 0 && read(fd, &v, sizeof v) == (ssize_t)sizeof v;
+  if (fd >= 0) close(fd);
+  if (!ok) return kiln_status_new(KILN_STATUS_IO, "[sampling] seed = -1: cannot read /dev/urandom");
+  *out = v & ((1ull << 53) - 1);
+  return NULL;
 }
 
 static void print_ids(const char *what, const int32_t *ids, size_t n) {
@@ -72,12 +72,13 @@ typedef struct run_args {
   const char *stop[16];
   size_t n_stop;
   bool escape, parse_special, chat, conversation, ignore_eos, show_ids, json;
+  uint64_t seed; /* [sampling] seed, -1 resolved */
 } run_args;
 
-static kiln_status open_sampler(const kiln_config *cfg, kiln_sampler **out) {
+static kiln_status open_sampler(const kiln_config *cfg, uint64_t seed, kiln_sampler **out) {
   const kiln_config_section *ss = kiln_config_section_get(cfg, "sampling");
   kiln_sampler_options so = {(float)kiln_config_get_float(ss, "temperature"), (int32_t)kiln_config_get_int(ss, "top_k"),
-                             (float)kiln_config_get_float(ss, "top_p"), (uint64_t)kiln_config_get_int(ss, "seed")};
+                             (float)kiln_config_get_float(ss, "top_p"), seed};
   return kiln_sampler_new(&so, out);
 }
 
@@ -106,7 +107,7 @@ static int run_once(cli_common *cc, const run_args *a, kiln_runtime *rt, kiln_mo
   }
   if (!st && n_ids == 0) st = kiln_status_new(KILN_STATUS_INVALID_ARGUMENT, "the prompt is empty");
   if (!st) st = cli_session_open(rt, model, NULL, &session);
-  if (!st) st = open_sampler(cfg, &sampler);
+  if (!st) st = open_sampler(cfg, a->seed, &sampler);
   if (!st && cc->verbose) {
     kiln_plan *plan = kiln_session_plan(session);
     fprintf(stderr, "plan: %u nodes on %s, n_ctx %d\n", kiln_graph_n_nodes(kiln_plan_graph(plan)),
@@ -135,7 +136,7 @@ static int run_once(cli_common *cc, const run_args *a, kiln_runtime *rt, kiln_mo
                           cli_json_text(out.text ? out.text : "", out.len), "stop", run_stop_reason(&stats),
                           "n_prompt", stats.n_prompt, "n_generated", stats.n_generated, "n_decoded",
                           stats.n_decoded, "prefill_seconds", stats.prefill_seconds, "decode_seconds",
-                          stats.decode_seconds, "seed", (json_int_t)kiln_config_get_int(ss, "seed"), "n_ctx",
+                          stats.decode_seconds, "seed", (json_int_t)a->seed, "n_ctx",
                           kiln_session_n_ctx(session));
     if (!cli_json_print(j)) rc = CLI_EXIT_FAIL;
   } else {
@@ -153,7 +154,7 @@ static int run_once(cli_common *cc, const run_args *a, kiln_runtime *rt, kiln_mo
     if (stats.stopped_at_eos) fputs(" | stopped at end of text", stderr);
     if (stats.stop_index >= 0) fprintf(stderr, " | stopped at \"%s\"", a->stop[stats.stop_index]);
     if (kiln_config_get_float(ss, "temperature") > 0)
-      fprintf(stderr, " | seed %lld", (long long)kiln_config_get_int(ss, "seed"));
+      fprintf(stderr, " | seed %llu", (unsigned long long)a->seed);
     fputc('\n', stderr);
     if (stats.stopped_at_ctx)
       fprintf(stderr,
@@ -187,7 +188,7 @@ static int run_chat(cli_common *cc, const run_args *a, kiln_runtime *rt, kiln_mo
   if (!st && first && first_len == 0) /* -f (cmd_run refuses an empty -p) */
     st = kiln_status_new(KILN_STATUS_INVALID_ARGUMENT, "%s: the first message is empty", a->file ? a->file : "-p");
   if (!st) st = cli_session_open(rt, model, NULL, &session);
-  if (!st) st = open_sampler(cfg, &sampler);
+  if (!st) st = open_sampler(cfg, a->seed, &sampler);
   int rc;
   if (st) {
     rc = cli_exit(cc, st);
@@ -225,7 +226,6 @@ int cmd_run(int argc, char **argv) {
   cli_rewrite_aliases(argc, argv, aliases);
   cli_common cc = {.cmd = "run"};
   run_args a = {.escape = true, .parse_special = true};
-  char seed_buf[24];
   bool ok = true;
   int opt;
   optind = 1;
@@ -241,11 +241,7 @@ int cmd_run(int argc, char **argv) {
     case 'e': a.escape = true; break;
     case O_NO_ESCAPE: a.escape = false; break;
     case 'n': ok = cli_override(&cc, "sampling", "n_predict", optarg, "--n-predict"); break;
-    case 's':
-      if (!strcmp(optarg, "-1") && !random_seed(seed_buf, sizeof seed_buf))
-        return cli_usage_error("run", "--seed -1: cannot read /dev/urandom");
-      ok = cli_override(&cc, "sampling", "seed", strcmp(optarg, "-1") ? optarg : seed_buf, "--seed");
-      break;
+    case 's': ok = cli_override(&cc, "sampling", "seed", optarg, "--seed"); break;
     case O_TEMP: ok = cli_override(&cc, "sampling", "temperature", optarg, "--temp"); break;
     case O_TOPK: ok = cli_override(&cc, "sampling", "top_k", optarg, "--top-k"); break;
     case O_TOPP: ok = cli_override(&cc, "sampling", "top_p", optarg, "--top-p"); break;
@@ -286,6 +282,11 @@ int cmd_run(int argc, char **argv) {
   kiln_model *model = NULL;
   const char *model_path = NULL;
   kiln_status st = cli_runtime_open(&cc, &rt);
+  if (!st) {
+    const int64_t seed = kiln_config_get_int(kiln_config_section_get(kiln_runtime_config(rt), "sampling"), "seed");
+    if (seed == -1) st = random_seed(&a.seed);
+    else a.seed = (uint64_t)seed;
+  }
   if (!st) st = cli_model_path(&cc, rt, &model_path);
   if (!st) st = kiln_model_open(model_path, &model);
   if (!st && !kiln_model_vocab(model))

@@ -315,7 +315,41 @@ static void test_stop_and_unbounded(void **state) {
   assert_true(kt_kiln(seed, NULL, 0, false, &p));
   assert_int_equal(p.status, 0);
   assert_non_null(strstr(p.err, "| seed "));
+  assert_null(strstr(p.err, "| seed -1"));
   kt_proc_free(&p);
+  /* [sampling] seed = -1 in a config file too: a seed drawn for each run
+   * and reported, and the reported one gives the same text again */
+  if (dir) {
+    char ini[4200], seed_arg[32];
+    snprintf(ini, sizeof ini, "%s/seed.ini", dir);
+    static const char cfg[] = "[sampling]\nseed = -1\ntemperature = 0.9\n";
+    assert_true(kt_write_file(ini, cfg, sizeof cfg - 1));
+    const char *drawn[] = {"run", "-m", stories, "-p", "Once", "-n", "12", "--config", ini, "--json", NULL};
+    json_int_t seeds[2];
+    char *text = NULL;
+    for (int r = 0; r < 2; r++) {
+      assert_true(kt_kiln(drawn, NULL, 0, false, &p));
+      assert_int_equal(p.status, 0);
+      j = json_loads(p.out, 0, NULL);
+      assert_non_null(j);
+      seeds[r] = json_integer_value(json_object_get(j, "seed"));
+      assert_true(seeds[r] >= 0);
+      if (r == 0) text = strdup(json_string_value(json_object_get(j, "text")));
+      json_decref(j);
+      kt_proc_free(&p);
+    }
+    assert_true(seeds[0] != seeds[1]); /* two draws below 2^53 */
+    snprintf(seed_arg, sizeof seed_arg, "%lld", (long long)seeds[0]);
+    const char *again[] = {"run", "-m", stories, "-p", "Once", "-n", "12", "--temp", "0.9", "-s", seed_arg, "--json", NULL};
+    assert_true(kt_kiln(again, NULL, 0, false, &p));
+    assert_int_equal(p.status, 0);
+    j = json_loads(p.out, 0, NULL);
+    assert_non_null(j);
+    assert_string_equal(json_string_value(json_object_get(j, "text")), text);
+    json_decref(j);
+    kt_proc_free(&p);
+    free(text);
+  }
   /* -n 1: the token comes from the prefill; no decode speed is claimed */
   const char *one[] = {"run", "-m", stories, "-p", "Once", "-n", "1", NULL};
   assert_true(kt_kiln(one, NULL, 0, false, &p));

@@ -44,7 +44,8 @@ static const kiln_config_key sampling_keys[] = {
     {"temperature", KILN_CONFIG_FLOAT, "0", 0, 100, NULL, "0 = greedy (argmax); otherwise softmax(logits / T)"},
     {"top_k", KILN_CONFIG_INT, "40", 0, 1000000, NULL, "keep the k most likely tokens (0 = all)"},
     {"top_p", KILN_CONFIG_FLOAT, "0.95", 0, 1, NULL, "keep the smallest set whose probability reaches p"},
-    {"seed", KILN_CONFIG_INT, "1", 0, 9007199254740991.0, NULL, "seed of the sampler's random stream"},
+    {"seed", KILN_CONFIG_INT, "1", -1, 9007199254740991.0, NULL,
+     "seed of the sampler's random stream; -1 = one drawn from /dev/urandom (kiln run prints it)"},
     {"n_predict", KILN_CONFIG_INT, "128", -1, 1048576, NULL,
      "tokens `kiln run` generates; -1 = until end of text or the KV cache is full"},
 };
