@@ -6,6 +6,7 @@
 #include "config.h"
 
 #include "kernel_templates.h"
+#include "kiln/kv_cache.h"
 #include "node_check.h"
 #include "op_describe.h"
 
@@ -13,9 +14,10 @@
 static const char *flash_misfit(const kiln_node *node, const kiln_cuda_flash_shape *s) {
   const kiln_attention_params *p = &node->p.attention;
   for (int c = 1; c <= 2; c++)
-    if (node->src[c] && node->src[c]->type != KILN_TYPE_F32)
-      return "it reads f32 caches only (a [kv_cache] type of f16, bf16 or q8_0 takes the "
-             "one-block-per-(head, token) kernel)";
+    if (!node->src[c] || !kiln_kv_type_ok(node->src[c]->type) || node->src[c]->type != node->src[1]->type)
+      return "the K and V caches must be of one [kv_cache] type (f32, f16, bf16 or q8_0)";
+  if (node->src[1]->type == KILN_TYPE_Q8_0 && p->head_dim % 32 != 0)
+    return "a q8_0 cache needs head_dim a multiple of 32";
   if (p->head_dim < 4 || p->head_dim > 256 || p->head_dim % 4 != 0)
     return "head_dim must be a multiple of 4 in 4..256 (rows are read as float4)";
   if (p->n_head_kv < 1 || p->n_head < 1 || p->n_head % p->n_head_kv != 0)
@@ -59,5 +61,6 @@ kiln_status kiln_cuda_flash_attention_describe(const kiln_host_api *host,
   if (!st) st = host->kdesc_set_i64(d, "bq", shape->bq);
   if (!st) st = host->kdesc_set_i64(d, "bk", shape->bk);
   if (!st) st = host->kdesc_set_i64(d, "warps", shape->warps);
+  if (!st) st = host->kdesc_set_dtype(d, "kv_type", node->src[1]->type);
   return kiln_cuda_describe_finish(host, st, d, node, out_desc);
 }

@@ -348,6 +348,7 @@ static const kiln_ktemplate attention_merge = {
 static const char flash_attention_source[] =
 #include "grid_dep.cuh.inc"
 #include "step_block.cuh.inc"
+#include "kv_type.cuh.inc"
 #include "flash_layout.cuh.inc"
 #include "flash_attention.cu.inc"
     ;
@@ -362,8 +363,10 @@ static const kiln_kparam_decl flash_attention_params[] = {
      "query rows ((token, query head) pairs of one group) per block, bq / warps per warp (<= 16)"},
     {"bk", KILN_KPARAM_I64, KILN_KPARAM_BAKED, "cache positions per K/V tile (32, 64, 96 or 128)"},
     {"warps", KILN_KPARAM_I64, KILN_KPARAM_BAKED, "warps per block"},
+    {"kv_type", KILN_KPARAM_DTYPE, KILN_KPARAM_BAKED,
+     "the K/V caches' element type: F32|F16|BF16|Q8_0 (kv_type.cuh; Q8_0 needs head_dim % 32 == 0)"},
     {"q", KILN_KPARAM_PTR, KILN_KPARAM_RUNTIME, "queries, f32 [head_dim * n_head, n_tokens]"},
-    {"k_cache", KILN_KPARAM_PTR, KILN_KPARAM_RUNTIME, "K cache, f32 [head_dim * n_head_kv, n_ctx]"},
+    {"k_cache", KILN_KPARAM_PTR, KILN_KPARAM_RUNTIME, "K cache, kv_type [head_dim * n_head_kv, n_ctx]"},
     {"v_cache", KILN_KPARAM_PTR, KILN_KPARAM_RUNTIME, "V cache, same shape"},
     {"y", KILN_KPARAM_PTR, KILN_KPARAM_RUNTIME, "output, shaped like q"},
     STEP_PARAM,
@@ -371,14 +374,14 @@ static const kiln_kparam_decl flash_attention_params[] = {
 
 static const kiln_ktemplate flash_attention = {
     .name = KILN_CUDA_T_FLASH_ATTENTION,
-    .version = 1,
+    .version = 2,
     .entry = "kiln_flash_attention",
     .source = flash_attention_source,
     .params = flash_attention_params,
     .n_params = sizeof flash_attention_params / sizeof flash_attention_params[0],
     .help = "prefill attention (several tokens), flash attention: one block per (bq query rows "
             "of one GQA group, KV head) over K/V tiles of bk positions in shared memory, causal "
-            "mask, online softmax with max subtraction, f32 FMAs",
+            "mask, online softmax with max subtraction, f32 FMAs over a kv_type cache",
 };
 
 static const char store_kv_source[] =

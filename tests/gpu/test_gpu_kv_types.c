@@ -1,7 +1,8 @@
 /* KV cache types on every CUDA backend (issue 17): a synthesized llama
  * (2 layers, hidden 512, 8/2 heads of head_dim 64, so Q8_0 blocks are
  * whole heads; F16 projections) runs a prompt of 24 tokens (micro-batches
- * of 16 and 8: the prefill attention kernel) and 16 decode steps (the
+ * of 16 and 8: the prefill attention kernel, flash on the batched
+ * backends, which reads the typed cache too) and 16 decode steps (the
  * split decode kernel, graph capture and replay as configured by default)
  * with [kv_cache] type = f32, f16, bf16 and q8_0, activations f32 so that
  * what is measured is the cache. For every position's logits:

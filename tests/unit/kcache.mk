@@ -80,8 +80,8 @@ tests_unit_test_kcache_guard_drop_LDADD = backends/cuda-common/libkilncudacommon
 # the KV cache's type (kv_type) in each of store_kv, attention,
 # attention_split and rope_store alone.
 # And every baked parameter of the flash prefill attention (head_dim,
-# n_head, n_head_kv, the scale, bq, bk, warps), each in flash_attention
-# alone: its source depends on each of them.
+# n_head, n_head_kv, the scale, bq, bk, warps, kv_type), each in
+# flash_attention alone: its source depends on each of them.
 # Each checks only the templates declaring its parameter (test_kcache_guard.c).
 kcache_guard_drop_sources = tests/unit/test_kcache_guard.c $(kcache_testhost) core/src/base/status.c \
 	$(kiln_kcache_sources)
@@ -163,7 +163,8 @@ kcache_guard_drop_flash = tests/unit/test_kcache_guard_drop_flash_head_dim \
 	tests/unit/test_kcache_guard_drop_flash_scale \
 	tests/unit/test_kcache_guard_drop_flash_bq \
 	tests/unit/test_kcache_guard_drop_flash_bk \
-	tests/unit/test_kcache_guard_drop_flash_warps
+	tests/unit/test_kcache_guard_drop_flash_warps \
+	tests/unit/test_kcache_guard_drop_kv_flash
 tests_unit_test_kcache_guard_drop_flash_head_dim_SOURCES = $(kcache_guard_drop_sources)
 tests_unit_test_kcache_guard_drop_flash_head_dim_CPPFLAGS = $(kcache_cuda_cppflags) -DKILN_KCACHE_TEST_DROP_PARAM='"head_dim"' \
 	-DKILN_KCACHE_TEST_DROP_TEMPLATE='"flash_attention"'
@@ -219,4 +220,9 @@ tests_unit_test_kcache_guard_drop_kv_rope_store_CPPFLAGS = $(kcache_cuda_cppflag
 	-DKILN_KCACHE_TEST_DROP_TEMPLATE='"rope_store"'
 tests_unit_test_kcache_guard_drop_kv_rope_store_CFLAGS = $(kcache_guard_drop_cflags)
 tests_unit_test_kcache_guard_drop_kv_rope_store_LDADD = $(kcache_guard_drop_libs)
+tests_unit_test_kcache_guard_drop_kv_flash_SOURCES = $(kcache_guard_drop_sources)
+tests_unit_test_kcache_guard_drop_kv_flash_CPPFLAGS = $(kcache_cuda_cppflags) -DKILN_KCACHE_TEST_DROP_PARAM='"kv_type"' \
+	-DKILN_KCACHE_TEST_DROP_TEMPLATE='"flash_attention"'
+tests_unit_test_kcache_guard_drop_kv_flash_CFLAGS = $(kcache_guard_drop_cflags)
+tests_unit_test_kcache_guard_drop_kv_flash_LDADD = $(kcache_guard_drop_libs)
 endif

@@ -648,15 +648,32 @@ static void test_flash_attention(void **state) {
   KT_ASSERT_ERR(kiln_cuda_flash_attention_describe(h, c, &g2->attn, &tall, &d),
                 KILN_STATUS_UNSUPPORTED, "more than 64 values a lane");
   for (int f = 0; f < 2; f++) assert_true(kiln_cuda_flash_fits(&g2->attn, &flash_tiles[f]));
-  /* A typed KV cache: flash reads f32 rows only, the rows kernel reads the
-   * type (its kv_type is baked). */
+  /* A typed KV cache: flash reads it, its kv_type baked: each type fits on
+   * both flavors' tiles, and its key and PTX differ from the f32 cache's. */
   build(g2, &shapes[1], KILN_TYPE_Q8_0);
+  KT_ASSERT_OK(kiln_cuda_flash_attention_describe(h, c, &g2->attn, fb, &d));
+  compiled f32kv = compile_desc(d, &g2->attn);
   for (size_t kv = 0; kv < sizeof kv_types / sizeof kv_types[0]; kv++) {
     set_kv(g2, kv_types[kv]);
-    assert_false(kiln_cuda_flash_fits(&g2->attn, fb));
-    KT_ASSERT_ERR(kiln_cuda_flash_attention_describe(h, c, &g2->attn, fb, &d), KILN_STATUS_UNSUPPORTED,
-                  "it reads f32 caches only");
+    for (int f = 0; f < 2; f++) assert_true(kiln_cuda_flash_fits(&g2->attn, &flash_tiles[f]));
+    KT_ASSERT_OK(kiln_cuda_flash_attention_describe(h, c, &g2->attn, fb, &d));
+    other = compile_desc(d, &g2->attn);
+    char what[64];
+    snprintf(what, sizeof what, "flash_attention kv_type F32 / %s", kiln_type_name(kv_types[kv]));
+    assert_differ(&f32kv, &other, what);
+    free(other.ptx);
   }
+  free(f32kv.ptx);
+  /* q8_0 blocks run along head_dim: 32 must divide it (fits() says so;
+   * describe's node check refuses the node first) */
+  shape hd48 = shapes[1]; /* 4 KV heads: 192 values, whole blocks that straddle heads */
+  hd48.head_dim = 48;
+  hd48.n_rot = 48;
+  build(g2, &hd48, KILN_TYPE_Q8_0);
+  set_kv(g2, KILN_TYPE_Q8_0);
+  assert_false(kiln_cuda_flash_fits(&g2->attn, fb));
+  KT_ASSERT_ERR(kiln_cuda_flash_attention_describe(h, c, &g2->attn, fb, &d), KILN_STATUS_INVALID_ARGUMENT,
+                "head_dim 48 is not a multiple of the Q8_0 KV cache's block of 32 values");
   KT_ASSERT_ERR(kiln_cuda_flash_attention_describe(h, c, &g->rope, fb, &d),
                 KILN_STATUS_INVALID_ARGUMENT, "is not attention");
 

@@ -5,7 +5,9 @@
  * Shapes: head_dim 128 and 64, GQA groups of 7 (28/4 heads, Qwen2.5-7B)
  * and 1 (no sharing), each with cuda-batched's tiles (bq 64, bk 64, 8
  * warps) and cuda-cc120's (32, 32, 4 warps), and head_dim 80 (lanes past
- * the last value in each row of 32). Passes of T = 2, 37 and 129 tokens
+ * the last value in each row of 32), and F16, BF16 and Q8_0 caches
+ * (kv_type.cuh.tmpl; the reference reads the stored rows back with
+ * kiln/kv_cache.h, so it sees the values the kernel sees). Passes of T = 2, 37 and 129 tokens
  * at pos0 = 0 and at a pos0 that puts the causal edge inside a key tile
  * (and the cache length one past a tile edge), so blocks see several key
  * tiles, partial tiles, tiles fully masked for some of their rows, and
@@ -32,6 +34,7 @@ extern "C" {
 #include <cmocka.h>
 
 #include "gpu_common.h"
+#include "kiln/kv_cache.h"
 }
 
 #include "cuda_block_emu.h"
@@ -43,7 +46,9 @@ struct flash_shape_host {
   float scale;
   int bq, bk, warps;
   size_t smem_bytes; /* the kernel's layout (flash_layout.cuh.tmpl) */
-  const char *(*run)(const float *q, const float *k, const float *v, float *y, const int *step);
+  int kv_type;       /* the caches' kiln_type (kiln/kv_cache.h) */
+  const char *(*run)(const float *q, const unsigned char *k, const unsigned char *v, float *y,
+                     const int *step);
 };
 
 #define KILN_HOST_EMULATION 1
@@ -57,6 +62,8 @@ struct flash_shape_host {
 #define KILN_BQ 64
 #define KILN_BK 64
 #define KILN_WARPS 8
+#define KILN_KV_F32 1
+#define KILN_HOST_KV KILN_TYPE_F32
 namespace q7b_batched {
 #include "flash_host_shape.h"
 }
@@ -69,6 +76,8 @@ namespace q7b_batched {
 #define KILN_BQ 32
 #define KILN_BK 32
 #define KILN_WARPS 4
+#define KILN_KV_F32 1
+#define KILN_HOST_KV KILN_TYPE_F32
 namespace q7b_cc120 {
 #include "flash_host_shape.h"
 }
@@ -81,6 +90,8 @@ namespace q7b_cc120 {
 #define KILN_BQ 32
 #define KILN_BK 32
 #define KILN_WARPS 4
+#define KILN_KV_F32 1
+#define KILN_HOST_KV KILN_TYPE_F32
 namespace mha128_cc120 {
 #include "flash_host_shape.h"
 }
@@ -93,6 +104,8 @@ namespace mha128_cc120 {
 #define KILN_BQ 32
 #define KILN_BK 32
 #define KILN_WARPS 4
+#define KILN_KV_F32 1
+#define KILN_HOST_KV KILN_TYPE_F32
 namespace g7_64_cc120 {
 #include "flash_host_shape.h"
 }
@@ -105,6 +118,8 @@ namespace g7_64_cc120 {
 #define KILN_BQ 64
 #define KILN_BK 64
 #define KILN_WARPS 8
+#define KILN_KV_F32 1
+#define KILN_HOST_KV KILN_TYPE_F32
 namespace mha64_batched {
 #include "flash_host_shape.h"
 }
@@ -117,13 +132,60 @@ namespace mha64_batched {
 #define KILN_BQ 64
 #define KILN_BK 64
 #define KILN_WARPS 8
+#define KILN_KV_F32 1
+#define KILN_HOST_KV KILN_TYPE_F32
 namespace odd80_batched {
 #include "flash_host_shape.h"
 }
 
-static const flash_shape_host *const shapes[] = {&q7b_batched::shape,  &q7b_cc120::shape,
-                                                 &mha128_cc120::shape, &g7_64_cc120::shape,
-                                                 &mha64_batched::shape, &odd80_batched::shape};
+/* The same kernel over F16, BF16 and Q8_0 caches (kv_type.cuh.tmpl):
+ * the 7B's shape on cuda-batched's tiles and cuda-cc120's, head_dim 64. */
+#define KILN_HOST_SHAPE q7b_f16
+#define KILN_HEAD_DIM 128
+#define KILN_N_HEAD 28
+#define KILN_N_HEAD_KV 4
+#define KILN_SCALE 0.0883883461356163f
+#define KILN_BQ 64
+#define KILN_BK 64
+#define KILN_WARPS 8
+#define KILN_KV_F16 1
+#define KILN_HOST_KV KILN_TYPE_F16
+namespace q7b_f16 {
+#include "flash_host_shape.h"
+}
+
+#define KILN_HOST_SHAPE q7b_bf16_cc120
+#define KILN_HEAD_DIM 128
+#define KILN_N_HEAD 28
+#define KILN_N_HEAD_KV 4
+#define KILN_SCALE 0.0883883461356163f
+#define KILN_BQ 32
+#define KILN_BK 32
+#define KILN_WARPS 4
+#define KILN_KV_BF16 1
+#define KILN_HOST_KV KILN_TYPE_BF16
+namespace q7b_bf16_cc120 {
+#include "flash_host_shape.h"
+}
+
+#define KILN_HOST_SHAPE g7_64_q8_0
+#define KILN_HEAD_DIM 64
+#define KILN_N_HEAD 14
+#define KILN_N_HEAD_KV 2
+#define KILN_SCALE 0.125f
+#define KILN_BQ 64
+#define KILN_BK 64
+#define KILN_WARPS 8
+#define KILN_KV_Q8_0 1
+#define KILN_HOST_KV KILN_TYPE_Q8_0
+namespace g7_64_q8_0 {
+#include "flash_host_shape.h"
+}
+
+static const flash_shape_host *const shapes[] = {
+    &q7b_batched::shape,   &q7b_cc120::shape, &mha128_cc120::shape, &g7_64_cc120::shape,
+    &mha64_batched::shape, &odd80_batched::shape, &q7b_f16::shape, &q7b_bf16_cc120::shape,
+    &g7_64_q8_0::shape};
 
 /* The f64 causal softmax attention of token t (position pos0 + t), query
  * head h, over cache positions 0 .. pos0 + t. */
@@ -169,8 +231,30 @@ static int run_case(const flash_shape_host &s, int T, int pos0) {
   for (size_t i = (size_t)w * n_kv; i < cn; i++) k[i] = v[i] = NAN; /* never to be read */
   for (size_t i = 0; i < qn; i++) y[i] = NAN;
   const int step[8] = {pos0, T, n_kv, 0, 0, 0, 0, 0};
+  /* A typed cache: positions 0..n_kv-1 stored as store_kv stores them, the
+   * rest all-ones bytes (NaN in every KV type); the reference reads the
+   * stored values back as f32, exactly what the kernel reads. */
+  const unsigned char *kc = (const unsigned char *)k, *vc = (const unsigned char *)v;
+  unsigned char *kt = NULL, *vt = NULL;
+  if (s.kv_type != KILN_TYPE_F32) {
+    const int64_t rb = kiln_type_row_bytes(s.kv_type, w);
+    kt = (unsigned char *)kg_alloc((size_t)(rb * n_ctx));
+    vt = (unsigned char *)kg_alloc((size_t)(rb * n_ctx));
+    memset(kt, 0xff, (size_t)(rb * n_ctx));
+    memset(vt, 0xff, (size_t)(rb * n_ctx));
+    for (int j = 0; j < n_kv; j++) {
+      kiln_kv_store_row(s.kv_type, k + (size_t)j * w, kt + j * rb, w);
+      kiln_kv_store_row(s.kv_type, v + (size_t)j * w, vt + j * rb, w);
+      kiln_kv_load_row(s.kv_type, kt + j * rb, k + (size_t)j * w, w);
+      kiln_kv_load_row(s.kv_type, vt + j * rb, v + (size_t)j * w, w);
+    }
+    kc = kt;
+    vc = vt;
+  }
   reference(s, q, k, v, T, pos0, ref);
-  const char *err = s.run(q, k, v, y, step);
+  const char *err = s.run(q, kc, vc, y, step);
+  free(kt);
+  free(vt);
   int bad = 0;
   if (err) {
     printf("  FAIL %-14s T %-3d pos0 %-3d: %s\n", s.name, T, pos0, err);

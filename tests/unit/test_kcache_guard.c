@@ -10,7 +10,7 @@
  * its weight (load0), its sets of rows per block, the split decode attention's
  * split count (n_split) and its GQA ratio (n_head_kv), every baked parameter
  * of the flash prefill attention (head_dim, n_head, n_head_kv, scale, bq, bk,
- * warps), the KV cache's type (kv_type) in each of store_kv, attention,
+ * warps, kv_type), the KV cache's type (kv_type) in each of store_kv, attention,
  * attention_split and rope_store — where it must fail (XFAIL), proving the
  * guard goes red for each. */
 #include "config.h"
