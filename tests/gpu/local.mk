@@ -96,7 +96,7 @@ tests_unit_test_matvec_q_host_LDADD = $(kiln_gpu_test_libs)
 check_PROGRAMS += tests/unit/test_attention_host
 TESTS += tests/unit/test_attention_host
 tests_unit_test_attention_host_SOURCES = tests/unit/test_attention_host.cc \
-	tests/unit/cuda_block_emu.h tests/unit/attention_host_shape.h
+	tests/unit/cuda_block_emu.h tests/unit/attention_host_shape.h tests/unit/kv_host_cache.h
 tests_unit_test_attention_host_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/tests/gpu \
 	-I$(top_srcdir)/backends/cuda-common/kernels
 tests_unit_test_attention_host_CXXFLAGS = $(CMOCKA_CFLAGS) -I$(top_srcdir)/tests -std=gnu++17 \
@@ -107,7 +107,7 @@ tests_unit_test_attention_host_LDADD = $(kiln_gpu_test_libs)
 check_PROGRAMS += tests/unit/test_flash_host
 TESTS += tests/unit/test_flash_host
 tests_unit_test_flash_host_SOURCES = tests/unit/test_flash_host.cc \
-	tests/unit/cuda_block_emu.h tests/unit/flash_host_shape.h
+	tests/unit/cuda_block_emu.h tests/unit/flash_host_shape.h tests/unit/kv_host_cache.h
 tests_unit_test_flash_host_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/tests/gpu \
 	-I$(top_srcdir)/backends/cuda-common/kernels -I$(top_srcdir)/backends/cuda-common
 tests_unit_test_flash_host_CXXFLAGS = $(CMOCKA_CFLAGS) -I$(top_srcdir)/tests -std=gnu++17 -O2 \

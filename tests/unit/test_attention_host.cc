@@ -39,6 +39,7 @@ extern "C" {
 }
 
 #include "cuda_block_emu.h"
+#include "kv_host_cache.h"
 
 struct host_shape {
   const char *name;
@@ -280,26 +281,10 @@ static int run_case(const host_shape &s, int n, bool huge_scores) {
   for (size_t i = 0; i < pn; i++) part[i] = NAN;
   for (size_t i = 0; i < qn; i++) y[i] = NAN;
   const int step[8] = {n - 1, 1, n, 0, 0, 0, 0, 0};
-  /* A typed cache: rows 0..n-1 stored as store_kv stores them, the rest
-   * all-ones bytes (NaN in every KV type); the reference reads the stored
-   * values back as f32, exactly what the kernels read. */
-  const unsigned char *kc = (const unsigned char *)k, *vc = (const unsigned char *)v;
-  unsigned char *kt = NULL, *vt = NULL;
-  if (s.kv_type != KILN_TYPE_F32) {
-    const int64_t rb = kiln_type_row_bytes(s.kv_type, w);
-    kt = (unsigned char *)kg_alloc((size_t)(rb * n_ctx));
-    vt = (unsigned char *)kg_alloc((size_t)(rb * n_ctx));
-    memset(kt, 0xff, (size_t)(rb * n_ctx));
-    memset(vt, 0xff, (size_t)(rb * n_ctx));
-    for (int j = 0; j < n; j++) {
-      kiln_kv_store_row(s.kv_type, k + (size_t)j * w, kt + j * rb, w);
-      kiln_kv_store_row(s.kv_type, v + (size_t)j * w, vt + j * rb, w);
-      kiln_kv_load_row(s.kv_type, kt + j * rb, k + (size_t)j * w, w);
-      kiln_kv_load_row(s.kv_type, vt + j * rb, v + (size_t)j * w, w);
-    }
-    kc = kt;
-    vc = vt;
-  }
+  /* a typed cache, and k, v as the kernels read it (kv_host_cache.h) */
+  unsigned char *kt = kv_host_typed_cache(s.kv_type, k, n, n_ctx, w),
+                *vt = kv_host_typed_cache(s.kv_type, v, n, n_ctx, w);
+  const unsigned char *kc = kt ? kt : (const unsigned char *)k, *vc = vt ? vt : (const unsigned char *)v;
   reference(s, q, k, v, n, ref);
   const char *err = s.run(q, kc, vc, part, y, step);
   free(kt);

@@ -38,6 +38,7 @@ extern "C" {
 }
 
 #include "cuda_block_emu.h"
+#include "kv_host_cache.h"
 #include "flash_shape.h"
 
 struct flash_shape_host {
@@ -231,26 +232,10 @@ static int run_case(const flash_shape_host &s, int T, int pos0) {
   for (size_t i = (size_t)w * n_kv; i < cn; i++) k[i] = v[i] = NAN; /* never to be read */
   for (size_t i = 0; i < qn; i++) y[i] = NAN;
   const int step[8] = {pos0, T, n_kv, 0, 0, 0, 0, 0};
-  /* A typed cache: positions 0..n_kv-1 stored as store_kv stores them, the
-   * rest all-ones bytes (NaN in every KV type); the reference reads the
-   * stored values back as f32, exactly what the kernel reads. */
-  const unsigned char *kc = (const unsigned char *)k, *vc = (const unsigned char *)v;
-  unsigned char *kt = NULL, *vt = NULL;
-  if (s.kv_type != KILN_TYPE_F32) {
-    const int64_t rb = kiln_type_row_bytes(s.kv_type, w);
-    kt = (unsigned char *)kg_alloc((size_t)(rb * n_ctx));
-    vt = (unsigned char *)kg_alloc((size_t)(rb * n_ctx));
-    memset(kt, 0xff, (size_t)(rb * n_ctx));
-    memset(vt, 0xff, (size_t)(rb * n_ctx));
-    for (int j = 0; j < n_kv; j++) {
-      kiln_kv_store_row(s.kv_type, k + (size_t)j * w, kt + j * rb, w);
-      kiln_kv_store_row(s.kv_type, v + (size_t)j * w, vt + j * rb, w);
-      kiln_kv_load_row(s.kv_type, kt + j * rb, k + (size_t)j * w, w);
-      kiln_kv_load_row(s.kv_type, vt + j * rb, v + (size_t)j * w, w);
-    }
-    kc = kt;
-    vc = vt;
-  }
+  /* a typed cache, and k, v as the kernels read it (kv_host_cache.h) */
+  unsigned char *kt = kv_host_typed_cache(s.kv_type, k, n_kv, n_ctx, w),
+                *vt = kv_host_typed_cache(s.kv_type, v, n_kv, n_ctx, w);
+  const unsigned char *kc = kt ? kt : (const unsigned char *)k, *vc = vt ? vt : (const unsigned char *)v;
   reference(s, q, k, v, T, pos0, ref);
   const char *err = s.run(q, kc, vc, y, step);
   free(kt);
