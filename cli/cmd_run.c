@@ -286,6 +286,8 @@ int cmd_run(int argc, char **argv) {
     const int64_t seed = kiln_config_get_int(kiln_config_section_get(kiln_runtime_config(rt), "sampling"), "seed");
     if (seed == -1) st = random_seed(&a.seed);
     else a.seed = (uint64_t)seed;
+    /* a conversation has no summary line to carry a drawn seed: said now */
+    if (!st && seed == -1 && a.conversation) fprintf(stderr, "kiln run: seed %llu\n", (unsigned long long)a.seed);
   }
   if (!st) st = cli_model_path(&cc, rt, &model_path);
   if (!st) st = kiln_model_open(model_path, &model);

@@ -204,6 +204,12 @@ static void test_conversation_keeps_the_cache(void **state) {
   assert_non_null(strstr(p.err, "kiln: turn 2 | prefill "));
   assert_null(strstr(p.err, "kiln: turn 3"));
   kt_proc_free(&p);
+  /* a drawn seed has no summary line to go in: said first */
+  const char *drawn[] = {"run", "-m", plain, "-i", "-n", "2", "--temp", "0.8", "-s", "-1", NULL};
+  assert_true(kt_kiln(drawn, "Hi\n", 3, false, &p));
+  assert_int_equal(p.status, 0);
+  assert_non_null(strstr(p.err, "kiln run: seed "));
+  kt_proc_free(&p);
 
   /* A reply that fills the cache: with a message still to come, an error
    * naming the cache (the message is never answered); at the end of input,
