@@ -4,10 +4,10 @@
  *   - head_dim 128 with 28/4 heads (Qwen2.5-7B) at n_kv = 1, 2, 4095,
  *     4096, 4097 and 32000 with the automatic split count, and head_dim 80
  *     with 6/3 heads (not a multiple of 32) up to 4097;
- *   - attention_splits = 16 at n_kv = 63, 64, 65, 127, 128, 129: one key
- *     either side of the lengths where every split is full (chunk 4 and 8
- *     for cuda-cc120's 4 warps, 8 for the others' 8) and the next chunk
- *     begins, so the last splits go empty; attention_splits = 1 (no split)
+ *   - attention_splits = 16 at n_kv = 63, 64, 65, 127, 128, 129: a split
+ *     takes whole tiles of 32 keys, so these are one key either side of
+ *     the lengths where the 2nd and the 4th split are full and the next
+ *     one begins, the later splits empty; attention_splits = 1 (no split)
  *     and 256 (most of them empty);
  *   - raw q.k of 115200 (scaled 14400, exact in f32) over 6 and 300 keys;
  *   - a query column of capacity 4, so cuda-batched and cuda-cc120 also
