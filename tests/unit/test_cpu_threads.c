@@ -17,6 +17,7 @@
 
 #include <cmocka.h>
 
+#include "kiln/kv_cache.h"
 #include "testutil.h"
 
 #include "test_cpu_common.h"
@@ -251,6 +252,64 @@ static void test_ops_bitwise(void **state) {
                                                  1.0f / sqrtf((float)hd)};
     check_split(&probe, T * nh, (double)T * nh * (pos0 + T) * 2 * hd);
     for (int p = 0; p < 2; p++) compare_threads(&c, (cpu_precision)p, "attention");
+    free(v);
+    free(k);
+    free(q);
+  }
+
+  /* ATTENTION over an F16 cache: the same bits with 1 and 4 threads (each
+   * unit converts a run of tokens' rows once, and the runs follow the
+   * thread count), and the same bits as over an f32 cache holding the
+   * converted values (the same kernels on the converted rows) */
+  {
+    const int64_t hd = 128, nh = 16, nkv = 4, T = 16, pos0 = 100, n_ctx = 128, w = hd * nkv;
+    const int64_t rb = kiln_type_row_bytes(KILN_TYPE_F16, w);
+    float *q = kct_alloc((size_t)(hd * nh * T) * 4);
+    float *k = kct_alloc((size_t)(w * n_ctx) * 4), *v = kct_alloc((size_t)(w * n_ctx) * 4);
+    uint8_t *k16 = kct_alloc((size_t)(rb * n_ctx)), *v16 = kct_alloc((size_t)(rb * n_ctx));
+    kct_fill(&rng, q, hd * nh * T, -1, 1);
+    kct_fill(&rng, k, w * n_ctx, -1, 1);
+    kct_fill(&rng, v, w * n_ctx, -1, 1);
+    for (int64_t j = 0; j < n_ctx; j++) {
+      kiln_kv_store_row(KILN_TYPE_F16, k + j * w, k16 + j * rb, w);
+      kiln_kv_store_row(KILN_TYPE_F16, v + j * w, v16 + j * rb, w);
+      kiln_kv_load_row(KILN_TYPE_F16, k16 + j * rb, k + j * w, w);
+      kiln_kv_load_row(KILN_TYPE_F16, v16 + j * rb, v + j * w, w);
+    }
+    kiln_tensor tq = kct_tensor(0, KILN_TYPE_F32, KILN_ROLE_ACTIVATION, hd * nh, T, "q");
+    kiln_tensor tk = kct_tensor(1, KILN_TYPE_F16, KILN_ROLE_STATE, w, n_ctx, "k");
+    kiln_tensor tv = kct_tensor(2, KILN_TYPE_F16, KILN_ROLE_STATE, w, n_ctx, "v");
+    kiln_tensor tk32 = kct_tensor(1, KILN_TYPE_F32, KILN_ROLE_STATE, w, n_ctx, "k");
+    kiln_tensor tv32 = kct_tensor(2, KILN_TYPE_F32, KILN_ROLE_STATE, w, n_ctx, "v");
+    kiln_tensor ty = kct_tensor(3, KILN_TYPE_F32, KILN_ROLE_ACTIVATION, hd * nh, T, "y");
+    const kiln_attention_params ap = {(int32_t)nh, (int32_t)nkv, (int32_t)hd, 1.0f / sqrtf((float)hd)};
+    op_case c = {.node = kct_node(KILN_OP_ATTENTION, "attn", &tq, &tk, &tv, &ty),
+                 .src = {q, k16, v16},
+                 .dst_bytes = (size_t)(hd * nh * T) * 4,
+                 .T = (int32_t)T,
+                 .pos0 = (int32_t)pos0};
+    op_case c32 = {.node = kct_node(KILN_OP_ATTENTION, "attn", &tq, &tk32, &tv32, &ty),
+                   .src = {q, k, v},
+                   .dst_bytes = c.dst_bytes,
+                   .T = (int32_t)T,
+                   .pos0 = (int32_t)pos0};
+    c.node.p.attention = ap;
+    c32.node.p.attention = ap;
+    for (int p = 0; p < 2; p++) {
+      compare_threads(&c, (cpu_precision)p, "attention, f16 cache");
+      cpu_ctx cx;
+      kct_ctx_open(&cx, 4, (cpu_precision)p);
+      float *y16 = kct_alloc(c.dst_bytes), *y32 = kct_alloc(c.dst_bytes);
+      kct_run_ok(&cx, &c.node, q, k16, v16, y16, c.T, c.pos0);
+      kct_run_ok(&cx, &c32.node, q, k, v, y32, c.T, c.pos0);
+      if (memcmp(y16, y32, c.dst_bytes) != 0)
+        fail_msg("attention (%s): an f16 cache and an f32 cache of its values differ", p ? "f64" : "f32");
+      free(y16);
+      free(y32);
+      kct_ctx_close(&cx);
+    }
+    free(v16);
+    free(k16);
     free(v);
     free(k);
     free(q);
