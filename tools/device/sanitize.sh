@@ -4,7 +4,8 @@
 # shared-memory hazards; initcheck: reads of device memory nothing wrote;
 # synccheck: barriers misused), on the GPU machine, from the build tree
 # that on-device-gpu.sh made (run it as that script's command, or later in
-# the same warm machine from /tmp/kiln-build):
+# the same warm machine from /tmp/kiln-build with that script's
+# LD_LIBRARY_PATH: the CUDA libraries and the private sysroot's):
 #
 #   bash .device/on-device-gpu.sh bash $PWD/tools/device/sanitize.sh
 #
@@ -70,8 +71,11 @@ one() { # SUITE TOOL BACKEND: runs it, writes $dir/NAME.log and $dir/NAME.rc,
   rc=$?
   echo $rc > "$dir/$name.rc"
   line=$(grep -E '(ERROR|RACECHECK) SUMMARY' "$dir/$name.log" | tail -1 | sed 's/^=* *//')
+  # No summary line: the suite did not start under the tool (a library the
+  # loader cannot find, a missing program); its last line says why.
+  [ -n "$line" ] || line="no summary line: $(tail -1 "$dir/$name.log" | cut -c1-160)"
   printf 'done: %-28s %-9s exit %-3s %s\n' "$(label "$suite" "$backend")" "$tool" "$rc" \
-    "${line:-no summary line}" | tee -a "$out/sanitize-lines.txt"
+    "$line" | tee -a "$out/sanitize-lines.txt"
 }
 export -f one label
 export dir limit out
@@ -94,9 +98,10 @@ while read -r s t b; do
     esac
     [ "$rc" = 0 ] || verdict=FAIL
     [ "$rc" = 124 ] && line="$line (timed out after $limit s)"
+    [ -n "$line" ] || line="no summary line: $(tail -1 "$dir/$name.log" | cut -c1-160)"
     [ $verdict = ok ] || bad=$((bad + 1))
     summary+=$(printf '%-28s %-9s %-4s exit %-3s %s' "$(label "$s" "$b")" "$t" "$verdict" "$rc" \
-      "${line:-no summary line}")$'\n'
+      "$line")$'\n'
     { echo "######## $(label "$s" "$b") under $t: exit $rc"; cat "$dir/$name.log"; } >> "$out/sanitize.log"
   }
 done < <(runs)
