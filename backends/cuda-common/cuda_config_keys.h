@@ -96,20 +96,25 @@
   {.name = "matvec_load",                                                     \
    .type = KILN_CONFIG_ENUM,                                                  \
    .default_value = "auto",                                                   \
-   .choices = "auto|direct|staged",                                           \
+   .choices = "auto|direct|staged|bulk",                                      \
    .help = "how a quantized-activation matvec reads its weights: direct "     \
            "(each lane its blocks' bytes), staged (16-byte loads through "    \
-           "shared memory), auto (staged where a block type is only 2-byte "  \
-           "aligned: Q4_0, Q5_0, Q8_0, Q6_K); the same sums either way"}
+           "shared memory), bulk (persistent blocks whose rows arrive by "    \
+           "bulk copies into shared-memory stages; compute capability 9.0), " \
+           "auto (bulk where the H200 measured it faster, on compute "        \
+           "capability 9.x devices; else staged where a block type is only "  \
+           "2-byte aligned: Q4_0, Q5_0, Q8_0, Q6_K); the same sums whichever "\
+           "way for one shape"}
 
 #define KILN_CUDA_KEY_MATVEC_SHAPE                                            \
   {.name = "matvec_shape",                                                    \
    .type = KILN_CONFIG_STRING,                                                \
    .default_value = "auto",                                                   \
    .help = "the quantized-activation matvec's launch shape, WARPS,K_SPLIT,"   \
-           "ROWS[,GROUPS] (warps per block, warps sharing a row, rows per "   \
-           "group, sets of groups per block), for tuning; auto picks one by " \
-           "the weights' types and shapes"}
+           "ROWS[,GROUPS[,STAGES]] (warps per block, warps sharing a row, "   \
+           "rows per group, sets of groups per block, bulk-copy stages: 0 "   \
+           "or 2..16 with groups 1), for tuning; auto picks one by the "      \
+           "weights' types and shapes"}
 
 #define KILN_CUDA_KEY_ATTENTION_SPLITS                                        \
   {.name = "attention_splits",                                                \

@@ -44,6 +44,7 @@ static const struct {
     E(ModuleGetFunction, "cuModuleGetFunction"),
     E(FuncGetAttribute, "cuFuncGetAttribute"),
     E(FuncSetAttribute, "cuFuncSetAttribute"),
+    E(OccupancyMaxActiveBlocksPerMultiprocessor, "cuOccupancyMaxActiveBlocksPerMultiprocessor"),
     E(LaunchKernel, "cuLaunchKernel"),
     E(LaunchKernelEx, "cuLaunchKernelEx"),
     E(StreamBeginCapture, "cuStreamBeginCapture"),

@@ -55,6 +55,8 @@ typedef struct kiln_cu {
   KILN_CU_FN(FuncGetAttribute, cuFuncGetAttribute);
   /* a kernel's dynamic shared memory above 48 KiB (flash_attention) */
   KILN_CU_FN(FuncSetAttribute, cuFuncSetAttribute);
+  /* matvec_q's persistent grid: blocks a multiprocessor holds at once */
+  KILN_CU_FN(OccupancyMaxActiveBlocksPerMultiprocessor, cuOccupancyMaxActiveBlocksPerMultiprocessor);
   KILN_CU_FN(LaunchKernel, cuLaunchKernel);
   /* programmatic dependent launch (grid_dep.cuh, cuda_kernel.c) */
   KILN_CU_FN(LaunchKernelEx, cuLaunchKernelEx);

@@ -150,8 +150,8 @@ static kiln_status fuse_group(kiln_cuda_backend *be, const kiln_step *step, uint
   int n_cols = 1;
   void *args[] = {&w[0], &w[1], &w[2], &b[0], &b[1], &b[2], &y[0], &y[1], &y[2], &xq, &n_cols};
   KILN_RETURN_IF_ERROR(kiln_cuda_prof_begin(be));
-  st = kiln_cuda_launch(be, lead, "matvec_q group", ls->mvq_group.fn, ls->grid_group, 1,
-                        ls->mvq_group.block, args);
+  st = kiln_cuda_launch_shared(be, lead, "matvec_q group", ls->mvq_group.fn, ls->grid_group, 1,
+                               ls->mvq_group.block, ls->mvq_group.shared, args);
   if (st) {
     be->prof.open = false;
     return st;

@@ -110,8 +110,8 @@ static kiln_status run_mvq(kiln_cuda_backend *be, const kiln_node *node,
               y = kiln_cuda_col_ptr(b[4], node->dst, col), xq = be->xq;
   int n_cols = 1;
   void *args[] = {&w, &none, &none, &bias, &none, &none, &y, &none, &none, &xq, &n_cols};
-  return kiln_cuda_launch(be, node, "matvec_q", ns->mvq.fn, ns->mvq.per_block, 1, ns->mvq.block,
-                          args);
+  return kiln_cuda_launch_shared(be, node, "matvec_q", ns->mvq.fn, ns->mvq.per_block, 1,
+                                 ns->mvq.block, ns->mvq.shared, args);
 }
 
 static kiln_status run_mul_mat(kiln_cuda_backend *be, const kiln_node *node,

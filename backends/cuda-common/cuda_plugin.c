@@ -162,22 +162,27 @@ static kiln_status read_config(kiln_cuda_backend *be, const kiln_config_section 
                               "[%s] activations = %s is not f32|q16|q8", fl->name, a);
   }
   be->mvq_load = 0;
-  be->mvq_forced = (kiln_cuda_matvec_shape){0, 0, 0, 0};
+  be->mvq_forced = (kiln_cuda_matvec_shape){0, 0, 0, 0, 0};
   if (cfg) {
     const char *l = host->cfg_str(cfg, "matvec_load");
-    be->mvq_load = !l || strcmp(l, "auto") == 0 ? 0 : strcmp(l, "direct") == 0 ? 1 : 2;
+    be->mvq_load = !l || strcmp(l, "auto") == 0 ? 0
+                   : strcmp(l, "direct") == 0       ? 1
+                   : strcmp(l, "staged") == 0       ? 2
+                                                    : 3; /* bulk: the key's choices */
     const char *sh = host->cfg_str(cfg, "matvec_shape");
     if (sh && strcmp(sh, "auto") != 0) {
-      unsigned w = 0, k = 0, r = 0, g = 1;
+      unsigned w = 0, k = 0, r = 0, g = 1, s = 0;
       char tail = 0;
-      const int n = sscanf(sh, "%u,%u,%u,%u%c", &w, &k, &r, &g, &tail);
-      if ((n != 3 && n != 4) || w < 1 || w > 32 || k < 1 || w % k != 0 || r < 1 || r > 8 ||
-          g < 1 || g > 64)
+      const int n = sscanf(sh, "%u,%u,%u,%u,%u%c", &w, &k, &r, &g, &s, &tail);
+      if ((n != 3 && n != 4 && n != 5) || w < 1 || w > 32 || k < 1 || w % k != 0 || r < 1 ||
+          r > 8 || g < 1 || g > 64 || s == 1 || s > 16 || (s && g != 1))
         return host->status_new(KILN_STATUS_INVALID_ARGUMENT,
-                                "[%s] matvec_shape = %s is not auto or WARPS,K_SPLIT,ROWS[,GROUPS] "
-                                "(warps 1..32, k_split dividing it, rows 1..8, groups 1..64)",
+                                "[%s] matvec_shape = %s is not auto or "
+                                "WARPS,K_SPLIT,ROWS[,GROUPS[,STAGES]] (warps 1..32, k_split "
+                                "dividing it, rows 1..8, groups 1..64, stages 0 or 2..16 with "
+                                "groups 1)",
                                 fl->name, sh);
-      be->mvq_forced = (kiln_cuda_matvec_shape){w, k, r, g};
+      be->mvq_forced = (kiln_cuda_matvec_shape){w, k, r, g, s};
     }
   }
   be->attn_splits_forced = cfg ? (uint32_t)host->cfg_int(cfg, "attention_splits") : 0;
@@ -248,6 +253,12 @@ static kiln_status open_device(kiln_cuda_backend *be, bool allow_lower) {
               be->cc_major, be->cc_minor, fl->cc_major, fl->cc_major, be->cc_major, be->cc_minor);
   }
   if (be->cc_major < 9) be->pdl = false; /* griddepcontrol is sm_90's */
+  if (be->cc_major < 9 && (be->mvq_load == 3 || be->mvq_forced.stages))
+    return host->status_new(KILN_STATUS_UNSUPPORTED,
+                            "[%s] %s needs compute capability 9.0 (bulk copies); the device is "
+                            "%d.%d",
+                            fl->name, be->mvq_load == 3 ? "matvec_load = bulk" : "matvec_shape with stages",
+                            be->cc_major, be->cc_minor);
   /* The descriptor's arch is always the device's exact sm_XY. */
   if (be->cc_major < 1 || be->cc_minor < 0 || be->cc_minor > 9)
     return host->status_new(KILN_STATUS_UNSUPPORTED, "compute capability %d.%d has no sm_XY",

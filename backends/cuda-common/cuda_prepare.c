@@ -86,7 +86,7 @@ static kiln_status prepare_norm(kiln_cuda_backend *be, const kiln_node *node,
  * rows, each warp streams its own rows' whole length, which needs no
  * synchronization. */
 static kiln_cuda_matvec_shape matvec_shape(const kiln_cuda_flavor *fl, int64_t n_rows) {
-  kiln_cuda_matvec_shape s = {fl->matvec_warps, 1, fl->matvec_rows_per_group, 1};
+  kiln_cuda_matvec_shape s = {fl->matvec_warps, 1, fl->matvec_rows_per_group, 1, 0};
   if (n_rows / s.rows_per_group < MATVEC_SPLIT_BELOW) s.k_split = s.warps;
   return s;
 }
@@ -235,13 +235,48 @@ static kiln_status prepare_attention_prefill(kiln_cuda_backend *be, const kiln_n
  * piece fetches whole sectors again (L1 is bypassed for weights). */
 static bool mvq_unaligned(kiln_type t) { return t != KILN_TYPE_Q4_K; }
 
+/* The persistent bulk-copy shape (stages > 0) for the matrices m[0..n-1]
+ * where the H200 measured it faster (tools/device/mvq-bulk/, README
+ * "Speed"): 7B-wide Q4_K gate+up (3584 x 2 x 18944) 24.1 us against 28.4,
+ * the Q4_K down projection (18944 x 3584) 14.5 against 20.3, the Q6_K
+ * output head (3584 x 152064) 153.8 against 190.4; the small Q/K/V and
+ * output projections and the Q6_K down projection were not faster, so they
+ * keep the block-per-set grid. Warps 0: none. */
+static kiln_cuda_matvec_shape mvq_bulk_shape(const kiln_cuda_mvq_member *m, uint32_t n) {
+  int64_t rows = 0;
+  bool all_q4k = true, all_q6k = true;
+  for (uint32_t i = 0; i < n; i++) {
+    rows += m[i].rows;
+    all_q4k = all_q4k && m[i].w_type == KILN_TYPE_Q4_K;
+    all_q6k = all_q6k && m[i].w_type == KILN_TYPE_Q6_K;
+  }
+  const bool long_rows = m[0].k >= 8192;
+  if (all_q4k && !long_rows && rows >= 16384) return (kiln_cuda_matvec_shape){8, 4, 8, 1, 2};
+  if (all_q4k && long_rows && rows >= 2048) return (kiln_cuda_matvec_shape){8, 8, 4, 1, 2};
+  if (all_q6k && !long_rows && rows >= 32768) return (kiln_cuda_matvec_shape){4, 4, 4, 1, 4};
+  return (kiln_cuda_matvec_shape){0, 0, 0, 0, 0};
+}
+
+/* Whether a block of `shape` over m fits the device's shared memory (with
+ * 1 KiB for the block's static arrays and the driver's share). */
+static bool mvq_bulk_fits(const kiln_cuda_backend *be, const kiln_cuda_mvq_member *m, uint32_t n,
+                          const kiln_cuda_matvec_shape *shape) {
+  return (uint64_t)shape->stages * kiln_cuda_mvq_stage_bytes(m, n, shape) + 1024u <=
+         (uint64_t)be->smem_optin;
+}
+
 /* matvec_q's shape for the matrices m[0..n-1], and which of them are
  * staged through shared memory ([<plugin>] matvec_load; auto: the
- * unaligned types). [<plugin>] matvec_shape when set; else chosen by the
- * H200 sweep of tools/device/mvq-sweep.sh (7B-wide Q4_K and Q6_K
- * matrices; README, "Speed"): mostly direct rows take 4 warps sharing a
- * row 4 ways (2 ways for rows of 8192 values or more), mostly staged rows
- * 8 warps sharing it 4 ways with 4 rows a group (2 for few long rows). */
+ * unaligned types). [<plugin>] matvec_shape when set; else with
+ * matvec_load = bulk (compute capability 9.0 and up: open() checks) or
+ * auto on a 9.x device (where it was measured: the cc120 flavor's 12.x
+ * devices have less shared memory a multiprocessor), the bulk shape
+ * where one was measured faster (bulk: 8,4,4,1,2 where none was); else chosen by the H200 sweep of
+ * tools/device/mvq-sweep.sh (7B-wide Q4_K and Q6_K matrices; README,
+ * "Speed"): mostly direct rows take 4 warps sharing a row 4 ways (2 ways
+ * for rows of 8192 values or more), mostly staged rows 8 warps sharing it
+ * 4 ways with 4 rows a group (2 for few long rows). A shape with stages
+ * reads every matrix directly. */
 static kiln_cuda_matvec_shape mvq_shape(const kiln_cuda_backend *be, kiln_cuda_mvq_member *m,
                                         uint32_t n) {
   int64_t staged_rows = 0, rows = 0;
@@ -250,11 +285,23 @@ static kiln_cuda_matvec_shape mvq_shape(const kiln_cuda_backend *be, kiln_cuda_m
     staged_rows += m[i].staged ? m[i].rows : 0;
     rows += m[i].rows;
   }
-  if (be->mvq_forced.warps) return be->mvq_forced;
+  kiln_cuda_matvec_shape s = {0, 0, 0, 0, 0};
+  if (be->mvq_forced.warps) {
+    s = be->mvq_forced;
+  } else if ((be->mvq_load == 0 && be->cc_major == 9) || be->mvq_load == 3) {
+    s = mvq_bulk_shape(m, n);
+    if (!s.warps && be->mvq_load == 3) s = (kiln_cuda_matvec_shape){8, 4, 4, 1, 2};
+    if (s.warps && !mvq_bulk_fits(be, m, n, &s)) s.warps = 0;
+  }
+  if (s.warps) {
+    if (s.stages)
+      for (uint32_t i = 0; i < n; i++) m[i].staged = false;
+    return s;
+  }
   const bool long_rows = m[0].k >= 8192;
-  kiln_cuda_matvec_shape s = {4, long_rows ? 2u : 4u, 2, 1};
+  s = (kiln_cuda_matvec_shape){4, long_rows ? 2u : 4u, 2, 1, 0};
   if (2 * staged_rows > rows)
-    s = (kiln_cuda_matvec_shape){8, 4, long_rows && rows < 8192 ? 2u : 4u, 1};
+    s = (kiln_cuda_matvec_shape){8, 4, long_rows && rows < 8192 ? 2u : 4u, 1, 0};
   return s;
 }
 
@@ -264,11 +311,52 @@ static uint32_t mvq_blocks(const kiln_cuda_matvec_shape *s, int64_t rows) {
   return (uint32_t)((rows + rpb - 1) / rpb);
 }
 
+/* The launch of matvec_q function fn of `shape` over m: the grid's x and
+ * the dynamic shared memory. Without stages a block per set of rows; with
+ * stages as many persistent blocks as the multiprocessors hold at once (at
+ * most one a set), the function allowed the stages' shared memory. */
+static kiln_status mvq_launch_shape(kiln_cuda_backend *be, const kiln_node *node, CUfunction fn,
+                                    const kiln_cuda_mvq_member *m, uint32_t n,
+                                    const kiln_cuda_matvec_shape *shape, uint32_t *out_grid,
+                                    uint32_t *out_shared) {
+  *out_shared = 0;
+  if (!shape->stages) {
+    uint32_t grid = 0;
+    for (uint32_t i = 0; i < n; i++) grid += mvq_blocks(shape, m[i].rows);
+    *out_grid = grid;
+    return NULL;
+  }
+  const uint64_t smem = (uint64_t)shape->stages * kiln_cuda_mvq_stage_bytes(m, n, shape);
+  if (smem + 1024u > (uint64_t)be->smem_optin)
+    return kiln_node_error(be->host, KILN_STATUS_UNSUPPORTED, node,
+                           "matvec_q with %u stages needs %llu bytes of shared memory a block, "
+                           "the device allows %d ([%s] matvec_shape)",
+                           shape->stages, (unsigned long long)smem, be->smem_optin, be->fl->name);
+  if (smem > 48u * 1024u)
+    KILN_CU_CHECK(be->host, be->cu, node,
+                  FuncSetAttribute(fn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, (int)smem));
+  int per_sm = 0;
+  KILN_CU_CHECK(be->host, be->cu, node,
+                OccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, fn, (int)(32 * shape->warps),
+                                                          (size_t)smem));
+  if (per_sm < 1)
+    return kiln_node_error(be->host, KILN_STATUS_UNSUPPORTED, node,
+                           "matvec_q with %u stages: no block of %u warps and %llu bytes of "
+                           "shared memory fits a multiprocessor",
+                           shape->stages, shape->warps, (unsigned long long)smem);
+  const uint64_t most = (uint64_t)per_sm * (uint64_t)be->sm_count;
+  const uint32_t sets = kiln_cuda_mvq_sets(m, n, shape);
+  *out_grid = most < sets ? (uint32_t)most : sets;
+  *out_shared = (uint32_t)smem;
+  return NULL;
+}
+
 /* A profile label for a matvec_q of n matrices: "matvec_q16 Q4_K 3584x3584
- * +bias, Q6_K 3584x512 [T=1]". */
+ * +bias, Q6_K 3584x512 [T=1]" ("matvec_q16 bulk ..." with stages). */
 static void mvq_label(const kiln_cuda_backend *be, const kiln_cuda_mvq_member *m, uint32_t n,
-                      char *buf, size_t size) {
-  int used = snprintf(buf, size, "matvec_%s", kiln_cuda_quant_name(be->act));
+                      const kiln_cuda_matvec_shape *shape, char *buf, size_t size) {
+  int used = snprintf(buf, size, "matvec_%s%s", kiln_cuda_quant_name(be->act),
+                      shape->stages ? " bulk" : "");
   for (uint32_t i = 0; i < n && used > 0 && (size_t)used < size; i++)
     used += snprintf(buf + used, size - (size_t)used, "%s %s %lldx%lld%s%s", i ? "," : "",
                      kiln_type_name(m[i].w_type), (long long)m[i].k, (long long)m[i].rows,
@@ -309,9 +397,9 @@ static kiln_status prepare_mvq_group(kiln_cuda_backend *be, const kiln_node *nod
   KILN_RETURN_IF_ERROR(get_fn(be, d, node, &f.fn));
   f.block = 32 * shape.warps;
   uint32_t grid = 0;
-  for (uint32_t i = 0; i < n; i++) grid += mvq_blocks(&shape, m[i].rows);
+  KILN_RETURN_IF_ERROR(mvq_launch_shape(be, node, f.fn, m, n, &shape, &grid, &f.shared));
   char label[sizeof be->prof.kinds[0].label];
-  mvq_label(be, m, n, label, sizeof label);
+  mvq_label(be, m, n, &shape, label, sizeof label);
   uint64_t bytes = 0;
   for (uint32_t i = 0; i < n; i++)
     bytes += (uint64_t)kiln_type_row_bytes(m[i].w_type, m[i].k) * (uint64_t)m[i].rows;
@@ -336,7 +424,9 @@ static kiln_status prepare_mvq(kiln_cuda_backend *be, const kiln_node *node,
       kiln_cuda_matvec_q_describe(host, be->compiler, node, &ns->mvq_self, 1, &shape, be->act, &d));
   KILN_RETURN_IF_ERROR(get_fn(be, d, node, &ns->mvq.fn));
   ns->mvq.block = 32 * shape.warps;
-  ns->mvq.per_block = mvq_blocks(&shape, ns->mvq_self.rows); /* the grid, in blocks */
+  /* per_block: the grid, in blocks */
+  KILN_RETURN_IF_ERROR(mvq_launch_shape(be, node, ns->mvq.fn, &ns->mvq_self, 1, &shape,
+                                        &ns->mvq.per_block, &ns->mvq.shared));
   KILN_RETURN_IF_ERROR(
       kiln_cuda_quantize_describe(host, be->compiler, node, be->act, QUANTIZE_BLOCK, &d));
   KILN_RETURN_IF_ERROR(get_fn(be, d, node, &ns->quantize.fn));
@@ -346,7 +436,7 @@ static kiln_status prepare_mvq(kiln_cuda_backend *be, const kiln_node *node,
   snprintf(label, sizeof label, "quantize %s %lld [T=1]", kiln_cuda_quant_name(be->act),
            (long long)ns->mvq_self.k);
   KILN_RETURN_IF_ERROR(kiln_cuda_prof_kind_of(be, label, 0, 0, &ns->prof_fused[0]));
-  mvq_label(be, &ns->mvq_self, 1, label, sizeof label);
+  mvq_label(be, &ns->mvq_self, 1, &shape, label, sizeof label);
   KILN_RETURN_IF_ERROR(kiln_cuda_prof_kind_of(be, label, node->src[0]->nbytes, 0, &ns->prof_fused[1]));
   return prepare_mvq_group(be, node, ns);
 }

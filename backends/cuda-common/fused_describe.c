@@ -78,6 +78,13 @@ kiln_status kiln_cuda_matvec_q_describe(const kiln_host_api *host, kiln_kcompile
                                                         shape->rows_per_group, 1, 8, false));
   KILN_RETURN_IF_ERROR(kiln_cuda_describe_check_threads(host, node, "groups_per_block",
                                                         shape->groups_per_block, 1, 64, false));
+  if (shape->stages == 1 || shape->stages > 16)
+    return kiln_node_error(host, KILN_STATUS_INVALID_ARGUMENT, node,
+                           "matvec_q stages %u (0, or 2..16)", shape->stages);
+  if (shape->stages && shape->groups_per_block != 1)
+    return kiln_node_error(host, KILN_STATUS_INVALID_ARGUMENT, node,
+                           "matvec_q with %u stages takes groups_per_block 1, not %u",
+                           shape->stages, shape->groups_per_block);
   for (uint32_t i = 0; i < n_members; i++) {
     if (!block_type(m[i].w_type) || m[i].k != m[0].k || m[i].rows < 1 ||
         m[i].k % kiln_type_block_size(m[i].w_type) != 0 ||
@@ -92,6 +99,10 @@ kiln_status kiln_cuda_matvec_q_describe(const kiln_host_api *host, kiln_kcompile
   uint32_t srow = 0;
   for (uint32_t i = 0; i < n_members; i++)
     if (m[i].staged && staged_row_bytes(m[i].w_type) > srow) srow = staged_row_bytes(m[i].w_type);
+  if (srow && shape->stages)
+    return kiln_node_error(host, KILN_STATUS_INVALID_ARGUMENT, node,
+                           "matvec_q with %u stages reads every matrix directly (none staged)",
+                           shape->stages);
   if (srow) {
     if ((uint64_t)shape->warps * shape->rows_per_group * srow > 48u * 1024u)
       return kiln_node_error(host, KILN_STATUS_INVALID_ARGUMENT, node,
@@ -107,6 +118,7 @@ kiln_status kiln_cuda_matvec_q_describe(const kiln_host_api *host, kiln_kcompile
   if (!st) st = host->kdesc_set_i64(d, "k_split", shape->k_split);
   if (!st) st = host->kdesc_set_i64(d, "rows_per_group", shape->rows_per_group);
   if (!st) st = host->kdesc_set_i64(d, "groups_per_block", shape->groups_per_block);
+  if (!st) st = host->kdesc_set_i64(d, "stages", shape->stages);
   static const char *const type_p[3] = {"type0", "type1", "type2"};
   static const char *const rows_p[3] = {"rows0", "rows1", "rows2"};
   static const char *const bias_p[3] = {"bias0", "bias1", "bias2"};
@@ -122,6 +134,25 @@ kiln_status kiln_cuda_matvec_q_describe(const kiln_host_api *host, kiln_kcompile
     if (!st) st = host->kdesc_set_str(d, load_p[i], here && m[i].staged ? "staged" : "direct");
   }
   return kiln_cuda_describe_finish(host, st, d, node, out_desc);
+}
+
+uint64_t kiln_cuda_mvq_stage_bytes(const kiln_cuda_mvq_member *m, uint32_t n_members,
+                                   const kiln_cuda_matvec_shape *shape) {
+  const uint64_t rpb = (uint64_t)shape->warps / shape->k_split * shape->rows_per_group;
+  uint64_t most = 0;
+  for (uint32_t i = 0; i < n_members; i++) {
+    const uint64_t span = (rpb * (uint64_t)kiln_type_row_bytes(m[i].w_type, m[i].k) + 30u) / 16u * 16u;
+    if (span > most) most = span;
+  }
+  return most;
+}
+
+uint32_t kiln_cuda_mvq_sets(const kiln_cuda_mvq_member *m, uint32_t n_members,
+                            const kiln_cuda_matvec_shape *shape) {
+  const int64_t rpb = (int64_t)shape->warps / shape->k_split * shape->rows_per_group;
+  uint32_t sets = 0;
+  for (uint32_t i = 0; i < n_members; i++) sets += (uint32_t)((m[i].rows + rpb - 1) / rpb);
+  return sets;
 }
 
 kiln_status kiln_cuda_quantize_describe(const kiln_host_api *host, kiln_kcompiler *compiler,

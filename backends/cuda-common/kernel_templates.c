@@ -520,6 +520,10 @@ static const kiln_kparam_decl matvec_q_params[] = {
      "consecutive rows per group of k_split warps (1..8), sharing each load of x"},
     {"groups_per_block", KILN_KPARAM_I64, KILN_KPARAM_BAKED,
      "sets of the block's groups of rows it takes one after another (1..64)"},
+    {"stages", KILN_KPARAM_I64, KILN_KPARAM_BAKED,
+     "0: a block per set of rows; 2..16: persistent blocks whose rows arrive by bulk copies "
+     "into that many shared-memory stages (compute capability 9.0; loads direct, "
+     "groups_per_block 1)"},
     MVQ_MATRIX_PARAMS(0),
     MVQ_MATRIX_PARAMS(1),
     MVQ_MATRIX_PARAMS(2),
@@ -538,7 +542,7 @@ static const kiln_kparam_decl matvec_q_params[] = {
 
 static const kiln_ktemplate matvec_q = {
     .name = KILN_CUDA_T_MATVEC_Q,
-    .version = 2,
+    .version = 3,
     .entry = "kiln_matvec_q",
     .source = matvec_q_source,
     .params = matvec_q_params,

@@ -40,12 +40,15 @@ kiln_status kiln_cuda_node_check(const kiln_host_api *host, const kiln_node *nod
  * (1..32) warps per block in groups of k_split (dividing warps) that share
  * each row's length, rows_per_group (1..8) rows per group;
  * groups_per_block (matvec_q only, 1..64): how many such sets of rows a
- * block takes one after another. */
+ * block takes one after another; stages (matvec_q only): 0, or 2..16 for
+ * persistent blocks whose rows arrive by bulk copies into that many
+ * shared-memory stages (groups_per_block 1, every member direct). */
 typedef struct kiln_cuda_matvec_shape {
   uint32_t warps;
   uint32_t k_split;
   uint32_t rows_per_group;
   uint32_t groups_per_block;
+  uint32_t stages;
 } kiln_cuda_matvec_shape;
 
 /* Whether the matvec adds node's bias itself: a bias of F32, F16 or BF16
@@ -222,13 +225,28 @@ kiln_cuda_mvq_member kiln_cuda_mvq_member_of(const kiln_node *node);
 /* matvec_q for 1..3 matrices sharing one input (same k) with the launch
  * shape (as matvec's) and q (Q8 or Q16); node names the errors. Grid
  * (sum of ceil(rows_m / (warps / k_split * rows_per_group *
- * groups_per_block)), n_cols),
- * block 32 * warps; arguments (w0, w1, w2, b0, b1, b2, y0, y1, y2, xq,
- * n_cols), unused matrices' pointers 0. */
+ * groups_per_block)), n_cols), or with stages > 0 (x from 1 to that sum:
+ * the blocks are persistent) and kiln_cuda_mvq_stage_bytes x stages of
+ * dynamic shared memory; block 32 * warps; arguments (w0, w1, w2, b0, b1,
+ * b2, y0, y1, y2, xq, n_cols), unused matrices' pointers 0.
+ * KILN_STATUS_INVALID_ARGUMENT for a shape out of range, stages with a
+ * staged member or groups_per_block > 1. */
 kiln_status kiln_cuda_matvec_q_describe(const kiln_host_api *host, kiln_kcompiler *compiler,
                                         const kiln_node *node, const kiln_cuda_mvq_member *m,
                                         uint32_t n_members, const kiln_cuda_matvec_shape *shape,
                                         kiln_cuda_quant q, kiln_kdesc **out_desc);
+
+/* Bytes of one stage of matvec_q with stages > 0 (matvec_q.cu.tmpl's
+ * KILN_MB_STAGE): a set of warps / k_split * rows_per_group rows of the
+ * widest member, from the 16-byte word at or below its first byte to the
+ * word past its last. */
+uint64_t kiln_cuda_mvq_stage_bytes(const kiln_cuda_mvq_member *m, uint32_t n_members,
+                                   const kiln_cuda_matvec_shape *shape);
+
+/* Sets of rows of matvec_q with stages > 0 over the members: the most
+ * blocks its grid can use. */
+uint32_t kiln_cuda_mvq_sets(const kiln_cuda_mvq_member *m, uint32_t n_members,
+                            const kiln_cuda_matvec_shape *shape);
 
 /* quantize of MUL_MAT node's input (k = the weight's ne0, a multiple of
  * 32): grid (ceil(k / block_size), n_cols); arguments (x, xq, n_cols). */

@@ -116,11 +116,23 @@ static int mul_mat_case(kiln_backend *be, int mode, const mv_case *c, int32_t T,
 }
 
 /* Every activations mode: f32 (matvec), q16 and q8 (quantize + matvec_q
- * for the block types). */
+ * for the block types); the quantized modes again with matvec_q's
+ * persistent bulk-copy grid (matvec_load = bulk, 6 rows a set, 3 stages:
+ * the last set partial, and for Q4_0, Q5_0, Q8_0 and Q6_K a weight whose
+ * last bytes are not a whole 16-byte word, read in 2-byte pieces). */
 static void test_mul_mat_exact_end(void **state) {
   int bad = 0, n = 0;
-  for (int mode = 0; mode < KG_N_MODES; mode++) {
-    kiln_runtime *rt = kg_runtime_mode(kg_modes[mode], true, NULL, 0);
+  for (int pass = 0; pass < KG_N_MODES + KG_N_MODES - 1; pass++) {
+    const int mode = pass < KG_N_MODES ? pass : pass - KG_N_MODES + 1;
+    const bool bulk = pass >= KG_N_MODES;
+    kiln_config_override extra[2 * KG_N_BACKENDS];
+    for (int b = 0; b < KG_N_BACKENDS; b++) {
+      extra[2 * b] = (kiln_config_override){kg_backends[b], "matvec_load", "bulk", "test"};
+      extra[2 * b + 1] = (kiln_config_override){kg_backends[b], "matvec_shape", "4,2,3,1,3", "test"};
+    }
+    if (bulk) printf("matvec_load = bulk, matvec_shape = 4,2,3,1,3\n");
+    kiln_runtime *rt = kg_runtime_mode(kg_modes[mode], true, bulk ? extra : NULL,
+                                       bulk ? 2 * KG_N_BACKENDS : 0);
     for (int bi = 0; bi < KG_N_BACKENDS; bi++) {
       kiln_backend *be = kg_backend_open(rt, kg_backends[bi]);
       for (size_t ci = 0; ci < N_MV_CASES; ci++)

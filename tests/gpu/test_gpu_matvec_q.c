@@ -9,7 +9,8 @@
  *     exact x), which the kernel's integer sums must meet to 2e-6: a quant
  *     decoded wrongly shows there at once, while the mode's rounding does
  *     not hide it;
- *   - a layer's worth of nodes as one step, fused (residual ADD + RMSNorm
+ *   - a layer's worth of nodes as one step, fused (and fused with every
+ *     matvec_q on the persistent bulk-copy grid) (residual ADD + RMSNorm
  *     + quantizing the normed row, Q/K/V of three block types with biases
  *     as one launch, SwiGLU + quantizing, the down projection) against the
  *     same step with fuse = false and against f64: every output the same
@@ -153,24 +154,28 @@ static int matvec_case(kiln_backend *be, int mode, kiln_type type, int64_t K, bo
   return bad;
 }
 
-/* Both ways of reading the weights (matvec_load: each lane its bytes, or
- * 16-byte loads staged through shared memory), each with the chosen shape
- * and with 3 rows per group of 2 warps, 3 sets of groups per block (67
- * rows: a partial last group, a block whose last set is past the end). */
+/* The three ways of reading the weights (matvec_load: each lane its
+ * bytes, 16-byte loads staged through shared memory, or bulk copies into
+ * the stages of persistent blocks), each with the chosen shape and with 3
+ * rows per group of 2 warps: 3 sets of groups per block (67 rows: a
+ * partial last group, a block whose last set is past the end), or for
+ * bulk 3 stages (12 sets of 6 rows, the last partial, more sets than
+ * stages). */
 static void test_matvec_q_every_type(void **state) {
-  static const char *const loads[] = {"direct", "staged"};
-  static const char *const mv_shapes[] = {"auto", "4,2,3,3"};
+  static const char *const loads[] = {"direct", "staged", "bulk"};
+  static const char *const mv_shapes[][2] = {{"auto", "4,2,3,3"}, {"auto", "4,2,3,3"},
+                                             {"auto", "4,2,3,1,3"}};
   int bad = 0;
   for (int mode = 1; mode < KG_N_MODES; mode++)
-    for (int li = 0; li < 2; li++)
+    for (int li = 0; li < 3; li++)
       for (int si = 0; si < 2; si++) {
         kiln_config_override extra[2 * KG_N_BACKENDS];
         for (int b = 0; b < KG_N_BACKENDS; b++) {
           extra[2 * b] = (kiln_config_override){kg_backends[b], "matvec_load", loads[li], "test"};
           extra[2 * b + 1] =
-              (kiln_config_override){kg_backends[b], "matvec_shape", mv_shapes[si], "test"};
+              (kiln_config_override){kg_backends[b], "matvec_shape", mv_shapes[li][si], "test"};
         }
-        printf("matvec_load = %s, matvec_shape = %s\n", loads[li], mv_shapes[si]);
+        printf("matvec_load = %s, matvec_shape = %s\n", loads[li], mv_shapes[li][si]);
         kiln_runtime *rt = kg_runtime_mode(kg_modes[mode], true, extra, 2 * KG_N_BACKENDS);
         for (int b = 0; b < KG_N_BACKENDS; b++) {
           kiln_backend *be = kg_backend_open(rt, kg_backends[b]);
@@ -291,50 +296,55 @@ static void reference(const layer *l, double *const *ref) {
   free(wd);
 }
 
+/* The layer unfused, fused, and fused with matvec_load = bulk (every
+ * matvec_q through the persistent bulk-copy grid, the group launches
+ * too). */
 static void test_fused_layer(void **state) {
   layer l;
   build_layer(&l);
   double *ref[N_OUTS];
-  float *got[2][N_OUTS];
+  float *got[3][N_OUTS];
   for (size_t i = 0; i < N_OUTS; i++) {
     ref[i] = kg_alloc((size_t)l.g.t[outs[i]].ne[0] * sizeof(double));
-    for (int f = 0; f < 2; f++) got[f][i] = kg_alloc(l.g.t[outs[i]].nbytes);
+    for (int f = 0; f < 3; f++) got[f][i] = kg_alloc(l.g.t[outs[i]].nbytes);
   }
   reference(&l, ref);
   int bad = 0;
   for (int mode = 0; mode < KG_N_MODES; mode++)
     for (int b = 0; b < KG_N_BACKENDS; b++) {
-      for (int fuse = 0; fuse < 2; fuse++) {
-        kiln_runtime *rt = kg_runtime_mode(kg_modes[mode], fuse, NULL, 0);
+      for (int v = 0; v < 3; v++) {
+        const int fuse = v > 0;
+        kiln_config_override bulk = {kg_backends[b], "matvec_load", "bulk", "test"};
+        kiln_runtime *rt = kg_runtime_mode(kg_modes[mode], fuse, v == 2 ? &bulk : NULL, v == 2);
         kiln_backend *be = kg_backend_open(rt, kg_backends[b]);
-        kiln_status st = kg_run_graph(be, &l.g, 1, 0, outs, (int)N_OUTS, (void *const *)got[fuse]);
+        kiln_status st = kg_run_graph(be, &l.g, 1, 0, outs, (int)N_OUTS, (void *const *)got[v]);
         if (st) {
-          printf("  FAIL %-12s %-3s fuse %d: %s\n", kg_backends[b], kg_modes[mode], fuse,
-                 kiln_status_message(st));
+          printf("  FAIL %-12s %-3s %s: %s\n", kg_backends[b], kg_modes[mode],
+                 v == 0 ? "unfused" : v == 1 ? "fused" : "fused bulk", kiln_status_message(st));
           kiln_status_free(st);
           bad++;
         }
         kiln_backend_close(be);
         kiln_runtime_free(rt);
       }
-      for (size_t i = 0; i < N_OUTS; i++) {
-        const kiln_tensor *t = &l.g.t[outs[i]];
-        kg_metrics vs_ref = kg_compare_f64(got[1][i], ref[i], t->ne[0]);
-        kg_metrics vs_unfused = kg_compare(got[1][i], got[0][i], t->ne[0]);
-        /* the sum and the norm are f32 work in either mode */
-        const double tol = i < 2 || i == 5 ? 1e-6 : kg_mode_tol[mode];
-        bool ok = kg_close(&vs_ref, tol) && kg_close(&vs_unfused, 1e-5);
-        if (i == 0 && memcmp(got[0][i], got[1][i], t->nbytes / (size_t)t->ne[1]) != 0) ok = false;
-        printf("  %-12s %-3s %-13s fused vs f64 rel L2 %.2e |ratio-1| %.2e, vs unfused %.2e%s\n",
-               kg_backends[b], kg_modes[mode], t->name, vs_ref.rel_l2, fabs(vs_ref.norm_ratio - 1),
-               vs_unfused.rel_l2, ok ? "" : "  FAIL");
-        bad += !ok;
-      }
+      for (int v = 1; v < 3; v++)
+        for (size_t i = 0; i < N_OUTS; i++) {
+          const kiln_tensor *t = &l.g.t[outs[i]];
+          kg_metrics vs_ref = kg_compare_f64(got[v][i], ref[i], t->ne[0]);
+          kg_metrics vs_unfused = kg_compare(got[v][i], got[0][i], t->ne[0]);
+          /* the sum and the norm are f32 work in either mode */
+          const double tol = i < 2 || i == 5 ? 1e-6 : kg_mode_tol[mode];
+          bool ok = kg_close(&vs_ref, tol) && kg_close(&vs_unfused, 1e-5);
+          if (i == 0 && memcmp(got[0][i], got[v][i], t->nbytes / (size_t)t->ne[1]) != 0) ok = false;
+          printf("  %-12s %-3s %-13s %s vs f64 rel L2 %.2e |ratio-1| %.2e, vs unfused %.2e%s\n",
+                 kg_backends[b], kg_modes[mode], t->name, v == 1 ? "fused     " : "fused bulk",
+                 vs_ref.rel_l2, fabs(vs_ref.norm_ratio - 1), vs_unfused.rel_l2, ok ? "" : "  FAIL");
+          bad += !ok;
+        }
     }
   for (size_t i = 0; i < N_OUTS; i++) {
     free(ref[i]);
-    free(got[0][i]);
-    free(got[1][i]);
+    for (int f = 0; f < 3; f++) free(got[f][i]);
   }
   for (int i = 0; i < N_T; i++) free(l.host[i]);
   assert_int_equal(bad, 0);

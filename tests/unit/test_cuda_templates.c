@@ -229,6 +229,24 @@ static void compile_matvec_q(kiln_kcompiler *c, nodes *g, const char *arch) {
     m[0].staged = m[2].staged = true; /* the unaligned ones staged, the middle one direct */
     KT_ASSERT_OK(kiln_cuda_matvec_q_describe(h, c, &g->mm_q, m, 3, &mv[3], qs[qi], &d));
     check_kernel(d, &g->mm_q, arch);
+    /* the persistent bulk-copy grid (every arch here is 9.0 or later):
+     * the three-type group, then the matrix alone with 4 stages */
+    static const kiln_cuda_matvec_shape bulk[] = {{8, 4, 8, 1, 2}, {4, 4, 4, 1, 4}};
+    m[0].staged = m[2].staged = false;
+    KT_ASSERT_OK(kiln_cuda_matvec_q_describe(h, c, &g->mm_q, m, 3, &bulk[0], qs[qi], &d));
+    check_kernel(d, &g->mm_q, arch);
+    KT_ASSERT_OK(kiln_cuda_matvec_q_describe(h, c, &g->mm_q, &m[1], 1, &bulk[1], qs[qi], &d));
+    check_kernel(d, &g->mm_q, arch);
+    /* stages with a staged matrix, or several sets of rows a block: refused */
+    m[0].staged = true;
+    kiln_status st = kiln_cuda_matvec_q_describe(h, c, &g->mm_q, m, 3, &bulk[0], qs[qi], &d);
+    assert_non_null(st);
+    kiln_status_free(st);
+    m[0].staged = false;
+    const kiln_cuda_matvec_shape bad = {8, 4, 4, 2, 2};
+    st = kiln_cuda_matvec_q_describe(h, c, &g->mm_q, m, 3, &bad, qs[qi], &d);
+    assert_non_null(st);
+    kiln_status_free(st);
   }
 }
 
@@ -356,7 +374,7 @@ static void test_describe_refuses(void **state) {
   s.n_ff = 2176;
   build(g, &s, KILN_TYPE_Q4_K);
   g->ff_w.nbytes = 1u << 30;
-  const kiln_cuda_matvec_shape mv_shape = {4, 1, 2, 1};
+  const kiln_cuda_matvec_shape mv_shape = {4, 1, 2, 1, 0};
   KT_ASSERT_ERR(kiln_cuda_matvec_describe(h, c, &g->mm_ff, &mv_shape, &d),
                 KILN_STATUS_INVALID_ARGUMENT,
                 "mul_mat node 'blk.0.ffn_down': weight src0 'blk.0.ffn_down.weight': row length "

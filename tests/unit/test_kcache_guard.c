@@ -7,7 +7,8 @@
  * against services whose key leaves out one kind of baked value — an
  * RMSNorm's ε, the q/k L2 norms' ε, RoPE θ, a rotary section, a delta-rule
  * head dim, the conv width, the chunk size, a matvec_q matrix's way of reading
- * its weight (load0), its sets of rows per block, the split decode attention's
+ * its weight (load0), its sets of rows per block, its bulk-copy stages, the
+ * split decode attention's
  * split count (n_split) and its GQA ratio (n_head_kv), every baked parameter
  * of the flash prefill attention (head_dim, n_head, n_head_kv, scale, bq, bk,
  * warps, kv_type), the KV cache's type (kv_type) in each of store_kv, attention,
@@ -72,9 +73,11 @@ static const sample samples[] = {
     {"rows1", KILN_KPARAM_I64, {512, 3584}, {NULL, NULL}},
     {"rows2", KILN_KPARAM_I64, {512, 18944}, {NULL, NULL}},
     {"groups_per_block", KILN_KPARAM_I64, {1, 2}, {NULL, NULL}},
-    {"load0", KILN_KPARAM_STR, {0, 0}, {"staged", "direct"}},
+    /* direct first: stages (the bulk-copy grid) needs every load direct */
+    {"load0", KILN_KPARAM_STR, {0, 0}, {"direct", "staged"}},
     {"load1", KILN_KPARAM_STR, {0, 0}, {"direct", "staged"}},
-    {"load2", KILN_KPARAM_STR, {0, 0}, {"staged", "direct"}},
+    {"load2", KILN_KPARAM_STR, {0, 0}, {"direct", "staged"}},
+    {"stages", KILN_KPARAM_I64, {0, 2}, {NULL, NULL}},
     {"bias0", KILN_KPARAM_STR, {0, 0}, {"F32", "none"}},
     {"bias1", KILN_KPARAM_STR, {0, 0}, {"F16", "none"}},
     {"bias2", KILN_KPARAM_STR, {0, 0}, {"BF16", "none"}},
@@ -262,6 +265,27 @@ static void test_each_baked_parameter(void **state) {
 #ifndef KILN_KCACHE_TEST_DROP_PARAM
 /* Sampled descriptors (a fixed pseudo-random draw, some drawn twice): for
  * every pair, equal keys <=> byte-identical PTX. */
+/* The index of t's parameter `name`, or -1. */
+static int param_index(const kiln_ktemplate *t, const char *name) {
+  for (uint32_t i = 0; i < t->n_params; i++)
+    if (strcmp(t->params[i].name, name) == 0) return (int)i;
+  return -1;
+}
+
+/* A random combination the template would refuse made one it takes:
+ * matvec_q's bulk-copy stages need every load direct and one set of rows
+ * a block (samples v[0]), so a combination with a staged load or two sets
+ * keeps stages 0. */
+static void make_valid(const kiln_ktemplate *t, int *choice) {
+  const int st = param_index(t, "stages");
+  if (st < 0 || !choice[st]) return;
+  static const char *const conflicts[] = {"load0", "load1", "load2", "groups_per_block"};
+  for (size_t i = 0; i < sizeof conflicts / sizeof conflicts[0]; i++) {
+    const int j = param_index(t, conflicts[i]);
+    if (j >= 0 && choice[j]) choice[st] = 0;
+  }
+}
+
 static void test_sampled_pairs(void **state) {
   enum { N = 8 };
   uint32_t s = 2024;
@@ -281,6 +305,7 @@ static void test_sampled_pairs(void **state) {
         for (uint32_t i = 0; i < t->n_params; i++)
           if (strcmp(t->params[i].name, "eps") == 0) choices[n][i] ^= 1;
       }
+      make_valid(t, choices[n]);
       r[n] = compile_choice(t, choices[n]);
     }
     for (int a = 0; a < N; a++)
