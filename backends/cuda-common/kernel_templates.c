@@ -507,8 +507,9 @@ static const char matvec_q_source[] =
       {"bias" #i, KILN_KPARAM_STR, KILN_KPARAM_BAKED,                              \
        "matrix " #i "'s bias: none, or its type F32|F16|BF16"},                    \
       {"load" #i, KILN_KPARAM_STR, KILN_KPARAM_BAKED,                              \
-       "how matrix " #i "'s weight is read: direct (each lane its blocks' bytes) "  \
-       "or staged (16-byte loads through shared memory)"}
+       "how matrix " #i "'s weight is read: direct (each lane its blocks' bytes, "  \
+       "from the weight, or with stages > 0 from the block's copy of them) or "    \
+       "staged (16-byte loads through shared memory)"}
 
 static const kiln_kparam_decl matvec_q_params[] = {
     QUANT_PARAM,
@@ -522,8 +523,8 @@ static const kiln_kparam_decl matvec_q_params[] = {
      "sets of the block's groups of rows it takes one after another (1..64)"},
     {"stages", KILN_KPARAM_I64, KILN_KPARAM_BAKED,
      "0: a block per set of rows; 2..16: persistent blocks whose rows arrive by bulk copies "
-     "into that many shared-memory stages (compute capability 9.0; loads direct, "
-     "groups_per_block 1)"},
+     "into that many shared-memory stages (matvec_load = bulk; compute capability 9.0 and "
+     "up; needs every load direct and groups_per_block = 1)"},
     MVQ_MATRIX_PARAMS(0),
     MVQ_MATRIX_PARAMS(1),
     MVQ_MATRIX_PARAMS(2),
