@@ -271,12 +271,12 @@ static bool mvq_bulk_fits(const kiln_cuda_backend *be, const kiln_cuda_mvq_membe
  * matvec_load = bulk (compute capability 9.0 and up: open() checks) or
  * auto on a 9.x device (where it was measured: the cc120 flavor's 12.x
  * devices have less shared memory a multiprocessor), the bulk shape
- * where one was measured faster (bulk: 8,4,4,1,2 where none was); else chosen by the H200 sweep of
- * tools/device/mvq-sweep.sh (7B-wide Q4_K and Q6_K matrices; README,
- * "Speed"): mostly direct rows take 4 warps sharing a row 4 ways (2 ways
- * for rows of 8192 values or more), mostly staged rows 8 warps sharing it
- * 4 ways with 4 rows a group (2 for few long rows). A shape with stages
- * reads every matrix directly. */
+ * where one was measured faster (bulk: 8,4,4,1,2 where none was); else
+ * chosen by the H200 sweep of tools/device/mvq-sweep.sh (7B-wide Q4_K and
+ * Q6_K matrices; README, "Speed"): mostly direct rows take 4 warps sharing
+ * a row 4 ways (2 ways for rows of 8192 values or more), mostly staged
+ * rows 8 warps sharing it 4 ways with 4 rows a group (2 for few long
+ * rows). A shape with stages reads every matrix directly. */
 static kiln_cuda_matvec_shape mvq_shape(const kiln_cuda_backend *be, kiln_cuda_mvq_member *m,
                                         uint32_t n) {
   int64_t staged_rows = 0, rows = 0;
