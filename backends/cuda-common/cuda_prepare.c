@@ -237,11 +237,13 @@ static bool mvq_unaligned(kiln_type t) { return t != KILN_TYPE_Q4_K; }
 
 /* The persistent bulk-copy shape (stages > 0) for the matrices m[0..n-1]
  * where the H200 measured it faster (tools/device/mvq-bulk/, README
- * "Speed"): 7B-wide Q4_K gate+up (3584 x 2 x 18944) 24.1 us against 28.4,
- * the Q4_K down projection (18944 x 3584) 14.5 against 20.3, the Q6_K
- * output head (3584 x 152064) 153.8 against 190.4; the small Q/K/V and
- * output projections and the Q6_K down projection were not faster, so they
- * keep the block-per-set grid. Warps 0: none. */
+ * "Speed"; 2026-12-04, with programmatic launch): 7B-wide Q4_K gate+up
+ * (3584 x 2 x 18944) 23.1 us against 28.4 block per set, the Q4_K down
+ * projection (18944 x 3584) 14.0 against 20.3, the Q6_K down projection
+ * 25.0 against 32.6 staged (the same shape: 8 warps sharing a row), the
+ * Q6_K output head (3584 x 152064) 138.1 against 190.4 (8 rows a group);
+ * the small Q/K/V and output projections were not faster, so they keep the
+ * block-per-set grid. Warps 0: none. */
 static kiln_cuda_matvec_shape mvq_bulk_shape(const kiln_cuda_mvq_member *m, uint32_t n) {
   int64_t rows = 0;
   bool all_q4k = true, all_q6k = true;
@@ -252,8 +254,9 @@ static kiln_cuda_matvec_shape mvq_bulk_shape(const kiln_cuda_mvq_member *m, uint
   }
   const bool long_rows = m[0].k >= 8192;
   if (all_q4k && !long_rows && rows >= 16384) return (kiln_cuda_matvec_shape){8, 4, 8, 1, 2};
-  if (all_q4k && long_rows && rows >= 2048) return (kiln_cuda_matvec_shape){8, 8, 4, 1, 2};
-  if (all_q6k && !long_rows && rows >= 32768) return (kiln_cuda_matvec_shape){4, 4, 4, 1, 4};
+  if ((all_q4k || all_q6k) && long_rows && rows >= 2048)
+    return (kiln_cuda_matvec_shape){8, 8, 4, 1, 2};
+  if (all_q6k && !long_rows && rows >= 32768) return (kiln_cuda_matvec_shape){4, 4, 8, 1, 2};
   return (kiln_cuda_matvec_shape){0, 0, 0, 0, 0};
 }
 

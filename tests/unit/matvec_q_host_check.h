@@ -89,6 +89,8 @@ static int staged_mismatches(const kiln_u8 *w, int rows, const float *x, kiln_u8
   static uint4 st[32][S::LOADS];
   kiln_host_lo = w;
   kiln_host_hi = w_end;
+  kiln_host_slo = sbuf;
+  kiln_host_shi = sbuf + sizeof sbuf;
   int bad = 0;
   for (int row0 = 0; row0 < rows; row0 += RPG) {
     const int nr = rows - row0 < RPG ? rows - row0 : RPG;
@@ -115,6 +117,7 @@ static int staged_mismatches(const kiln_u8 *w, int rows, const float *x, kiln_u8
       for (int r = 0; r < nr; r++) bad += memcmp(&acc_s[lane][r], &acc_d[lane][r], sizeof(float)) != 0;
   }
   kiln_host_lo = kiln_host_hi = NULL;
+  kiln_host_slo = kiln_host_shi = NULL;
   return bad;
 }
 

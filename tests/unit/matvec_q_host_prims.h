@@ -52,7 +52,17 @@ struct kiln_mem_global {
   static uint4 w16(const kiln_u8 *p) { return kiln_ldw16(p); }
   static unsigned u16(const kiln_u8 *p) { return kiln_ldw_u16(p); }
   static unsigned b2(const kiln_u8 *p) { return kiln_ldw_b2(p); }
+  static void b2x2(const kiln_u8 *p, unsigned &a, unsigned &b) {
+    a = kiln_ldw_b2(p), b = kiln_ldw_b2(p + 4);
+  }
 };
+/* Where shared-memory loads may fall, when set (the staged test's buffer). */
+static const kiln_u8 *kiln_host_slo, *kiln_host_shi;
+static inline void kiln_host_inside_shared(const kiln_u8 *p, int n) {
+  if (kiln_host_shi && (p < kiln_host_slo || p + n > kiln_host_shi))
+    fail_msg("a shared load of %d bytes at offset %lld is outside the %lld-byte buffer", n,
+             (long long)(p - kiln_host_slo), (long long)(kiln_host_shi - kiln_host_slo));
+}
 /* Shared memory has the same alignment rules; its bytes are the test's. */
 struct kiln_mem_shared {
   static uint4 w16(const kiln_u8 *p) {
@@ -65,6 +75,22 @@ struct kiln_mem_shared {
     return (unsigned)p[0] | (unsigned)p[1] << 8;
   }
   static unsigned b2(const kiln_u8 *p) { return u16(p) | (u16(p + 2) << 16); }
+  /* The device's aligned words and permutes; the words read must lie in
+   * the test's buffer (kiln_host_lo .. kiln_host_hi when set). */
+  static unsigned u32(const kiln_u8 *p) {
+    kiln_host_aligned(p, 4, "a 4-byte shared load");
+    kiln_host_inside_shared(p, 4);
+    return kiln_host_u32(p);
+  }
+  static void b2x2(const kiln_u8 *p, unsigned &a, unsigned &b) {
+    kiln_host_aligned(p, 2, "a 2-byte aligned pair of shared words");
+    const uintptr_t u = (uintptr_t)p;
+    const kiln_u8 *q = (const kiln_u8 *)(u & ~(uintptr_t)3);
+    const unsigned w0 = u32(q), w1 = u32(q + 4);
+    const unsigned w2 = u32((const kiln_u8 *)((u + 6) & ~(uintptr_t)3));
+    const unsigned sel = (u & 2) ? 0x5432u : 0x3210u;
+    a = __byte_perm(w0, w1, sel), b = __byte_perm(w1, w2, sel);
+  }
 };
 static inline unsigned kiln_ldx4(const kiln_u8 *p) {
   kiln_host_aligned(p, 4, "a 4-byte activation load");
@@ -79,16 +105,14 @@ static inline uint4 kiln_ldx16(const kiln_u8 *p) {
   return make_uint4(kiln_host_u32(p), kiln_host_u32(p + 4), kiln_host_u32(p + 8),
                     kiln_host_u32(p + 12));
 }
-static inline float2 kiln_ldxs(const kiln_u8 *xq, int k, int blk) {
-  const kiln_u8 *p = xq + KILN_XQ_S_OFF(k) + 8 * (long long)blk;
+static inline float2 kiln_ldxs(const kiln_u8 *p) {
   kiln_host_aligned(p, 8, "an activation scale load");
   float2 f;
   memcpy(&f.x, p, 4);
   memcpy(&f.y, p + 4, 4);
   return f;
 }
-static inline int kiln_ldxi(const kiln_u8 *xq, int k, int run) {
-  const kiln_u8 *p = xq + KILN_XQ_I_OFF(k) + 4 * (long long)run;
+static inline int kiln_ldxi(const kiln_u8 *p) {
   kiln_host_aligned(p, 4, "an activation sum load");
   return (int)kiln_host_u32(p);
 }

@@ -230,12 +230,16 @@ static void compile_matvec_q(kiln_kcompiler *c, nodes *g, const char *arch) {
     KT_ASSERT_OK(kiln_cuda_matvec_q_describe(h, c, &g->mm_q, m, 3, &mv[3], qs[qi], &d));
     check_kernel(d, &g->mm_q, arch);
     /* the persistent bulk-copy grid (every arch here is 9.0 or later):
-     * the three-type group, then the matrix alone with 4 stages */
-    static const kiln_cuda_matvec_shape bulk[] = {{8, 4, 8, 1, 2}, {4, 4, 4, 1, 4}};
+     * the three-type group, then the matrix alone with 4 stages, then
+     * the last alone in 16 warps */
+    static const kiln_cuda_matvec_shape bulk[] = {
+        {8, 4, 8, 1, 2}, {4, 4, 4, 1, 4}, {16, 8, 2, 1, 2}};
     m[0].staged = m[2].staged = false;
     KT_ASSERT_OK(kiln_cuda_matvec_q_describe(h, c, &g->mm_q, m, 3, &bulk[0], qs[qi], &d));
     check_kernel(d, &g->mm_q, arch);
     KT_ASSERT_OK(kiln_cuda_matvec_q_describe(h, c, &g->mm_q, &m[1], 1, &bulk[1], qs[qi], &d));
+    check_kernel(d, &g->mm_q, arch);
+    KT_ASSERT_OK(kiln_cuda_matvec_q_describe(h, c, &g->mm_q, &m[2], 1, &bulk[2], qs[qi], &d));
     check_kernel(d, &g->mm_q, arch);
     /* stages with a staged matrix, or several sets of rows a block: refused */
     m[0].staged = true;

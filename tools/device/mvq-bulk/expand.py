@@ -3,6 +3,7 @@
 (tools/device/mvq-bulk/run.sh calls it): expand.py KERNELS_DIR NAME GROUP
 PARAM=VALUE ...; the kernel is renamed kiln_matvec_q_NAME and a NAME_info()
 tells the harness its launch shape and matrices."""
+import os
 import re
 import sys
 
@@ -12,6 +13,11 @@ d = dict(quant='q16', k='3584', warps='4', k_split='4', rows_per_group='2', grou
          stages='0', type0='Q4_K', rows0='0', bias0='none', load0='direct',
          type1='none', rows1='0', bias1='none', load1='direct',
          type2='none', rows2='0', bias2='none', load2='direct')
+# tree=NAME: the templates of another tree, $MVH_TREES/NAME (two versions
+# of the kernels side by side in one run)
+tree = p.pop('tree', None)
+if tree:
+    kd = os.path.join(os.environ['MVH_TREES'], tree)
 d.update(p)
 # kernel_templates.c's order for matvec_q
 parts = ['grid_dep.cuh', 'quant_mode.cuh', 'act_quant.cuh', 'matvec_q_prims.cuh',
@@ -21,7 +27,7 @@ src = re.sub(r'\{\{(\w+)\}\}', lambda m: d[m.group(1)], src)
 # several expansions link into one program: no shared out-of-line symbols
 src = src.replace('__device__ __noinline__', 'static __device__ __noinline__')
 src = src.replace('kiln_matvec_q(', f'kiln_matvec_q_{name}(')
-desc = ' '.join(f'{k}={v}' for k, v in p.items())
+desc = ' '.join(f'{k}={v}' for k, v in p.items()) + (f' tree={tree}' if tree else '')
 src = '#include "mvh.h"\n' + src + f'''
 extern "C" void {name}_info(mvh_cfg *c) {{
   c->name = "{name}"; c->group = "{group}"; c->desc = "{desc}";

@@ -13,7 +13,9 @@
 #
 # It builds in /tmp/mvq-bulk with the machine's nvcc (sm_90a) and writes
 # $OUT/mvq-bulk.txt; NCU_CFGS="name ..." adds Nsight Compute's view of
-# those configurations' first launch ($OUT/ncu-NAME.txt).
+# those configurations' first launch ($OUT/ncu-NAME.txt). MVH_CONFIGS names
+# another list than configs.txt; a line's tree=NAME takes its templates
+# from $MVH_TREES/NAME instead of the repository's.
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 kd=$here/../../../backends/cuda-common/kernels
@@ -28,7 +30,7 @@ while read -r name group rest; do
   objs="$objs $name.o"
   decl="$decl extern \"C\" void ${name}_info(mvh_cfg *);"
   body="$body { mvh_cfg c; ${name}_info(&c); v.push_back(c); }"
-done < "$here/configs.txt"
+done < "${MVH_CONFIGS:-$here/configs.txt}"
 printf '#include "mvh.h"\n#include <vector>\n%s\nvoid mvh_all(std::vector<mvh_cfg> &v) {%s }\n' "$decl" "$body" > reg.cu
 {
   echo "OBJS = $objs reg.o mvh_main.o"
