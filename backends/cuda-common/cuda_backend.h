@@ -208,9 +208,10 @@ typedef struct kiln_cuda_node_state {
   bool bias_fused;       /* MUL_MAT: the matvec adds the bias */
   kiln_cuda_fn dequant;  /* MUL_MAT weight -> f32 tile for the GEMM */
   kiln_cuda_fn attn_merge; /* ATTENTION, one token: attention_merge after decode's attention_split
-                              (fn NULL: decode is the one-block-per-head kernel) */
-  uint32_t attn_splits;    /* ATTENTION: attention_split's n_split, its grid's x */
-  bool merge_quant;        /* ATTENTION: attention_merge also writes y quantized into the
+                              (fn NULL: decode merges itself or is the one-block-per-head kernel) */
+  uint32_t attn_splits;    /* ATTENTION: attention_split's n_split, its grid's x; 0: no split */
+  bool attn_fused_merge;   /* ATTENTION: attention_split merges in its last blocks (merge = 1) */
+  bool merge_quant;        /* ATTENTION: the merge also writes y quantized into the
                               xq scratch (activations q16 / q8), so the output projection's
                               matvec_q skips its quantize launch */
   int64_t rows_per_token; /* RMS_NORM: rows of the weight's length per column */
@@ -285,6 +286,7 @@ typedef struct kiln_cuda_backend {
   int mvq_load;        /* [<plugin>] matvec_load: 0 auto, 1 direct, 2 staged */
   kiln_cuda_matvec_shape mvq_forced; /* [<plugin>] matvec_shape; warps 0: auto */
   uint32_t attn_splits_forced;       /* [<plugin>] attention_splits; 0: auto */
+  bool attn_merge_kernel;            /* [<plugin>] attention_merge = kernel (not auto) */
   bool prefill_flash;                /* [<plugin>] prefill_attention = flash (not rows) */
   /* Programmatic dependent launch ([<plugin>] pdl, compute capability >=
    * 9.0): the functions whose PTX waits on its grid dependency
@@ -304,6 +306,12 @@ typedef struct kiln_cuda_backend {
    * only m of it), in stream order, so the layers share it. */
   CUdeviceptr attn_part;
   uint64_t attn_part_bytes;
+  /* The fused merge's tickets (attention_split with merge = 1): one u32
+   * a KV head, zeroed when allocated; each launch counts them up to
+   * n_split and its last block of each KV head sets its one back to 0,
+   * so in stream order every launch finds them 0. */
+  CUdeviceptr attn_tickets;
+  uint32_t attn_tickets_n;
   /* The quantized-activation scratch: one column of the widest matvec_q
    * input, grown in prepare(); xq_of is the tensor it holds now, valid
    * for the pass numbered xq_pass (each pass over a step's nodes takes

@@ -127,6 +127,18 @@
            "auto: about two blocks per SM, and no more splits than the KV "   \
            "cache's length can give a tile of 32 keys each"}
 
+#define KILN_CUDA_KEY_ATTENTION_MERGE                                         \
+  {.name = "attention_merge",                                                 \
+   .type = KILN_CONFIG_ENUM,                                                  \
+   .default_value = "auto",                                                   \
+   .choices = "auto|kernel",                                                  \
+   .help = "how decode attention merges its splits: auto = the last block "   \
+           "of each KV head merges its GQA group's records in the split "     \
+           "kernel (one launch a layer fewer) where head_dim is a multiple "  \
+           "of 32 and the group has at most 256 records, else a merge "       \
+           "kernel of one block per query head; kernel = always the merge "   \
+           "kernel, for comparison"}
+
 #define KILN_CUDA_KEY_PREFILL_ATTENTION                                       \
   {.name = "prefill_attention",                                               \
    .type = KILN_CONFIG_ENUM,                                                  \

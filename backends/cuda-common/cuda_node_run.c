@@ -204,8 +204,9 @@ static kiln_status run_get_columns(kiln_cuda_backend *be, const kiln_node *node,
 }
 
 /* A pass of one token with the split kernel prepared: attention_split's
- * (n_split, n_head_kv) blocks, then attention_merge's n_head; both grids
- * fixed at prepare, the keys' count read from the step block. */
+ * (n_split, n_head_kv) blocks, then attention_merge's n_head unless the
+ * split kernel merges itself; the grids fixed at prepare, the keys' count
+ * read from the step block. */
 static kiln_status run_attention_split(kiln_cuda_backend *be, const kiln_node *node,
                                        const kiln_cuda_node_state *ns, CUdeviceptr q,
                                        CUdeviceptr kc, CUdeviceptr vc, CUdeviceptr y) {
@@ -214,11 +215,19 @@ static kiln_status run_attention_split(kiln_cuda_backend *be, const kiln_node *n
     return kiln_node_error(be->host, KILN_STATUS_INTERNAL, node,
                            "the split-attention partials hold %llu bytes, fewer than it needs",
                            (unsigned long long)be->attn_part_bytes);
-  void *split_args[] = {&q, &kc, &vc, &part, &be->step_dev};
+  CUdeviceptr xq = ns->merge_quant ? be->xq : 0, tickets = be->attn_tickets;
+  if (ns->attn_fused_merge && (!tickets || be->attn_tickets_n < (uint32_t)node->p.attention.n_head_kv))
+    return kiln_node_error(be->host, KILN_STATUS_INTERNAL, node,
+                           "the split-attention tickets cover %u KV heads, fewer than it needs",
+                           be->attn_tickets_n);
+  void *split_args[] = {&q, &kc, &vc, &part, &be->step_dev, &y, &xq, &tickets};
   KILN_RETURN_IF_ERROR(kiln_cuda_launch(be, node, "attention_split", ns->decode.fn,
                                         ns->attn_splits, (uint32_t)node->p.attention.n_head_kv,
                                         ns->decode.block, split_args));
-  CUdeviceptr xq = ns->merge_quant ? be->xq : 0;
+  if (ns->attn_fused_merge) {
+    if (ns->merge_quant) kiln_cuda_xq_set(be, node->dst);
+    return NULL;
+  }
   void *merge_args[] = {&part, &y, &xq};
   KILN_RETURN_IF_ERROR(kiln_cuda_launch(be, node, "attention_merge", ns->attn_merge.fn,
                                         (uint32_t)node->p.attention.n_head, 1,
@@ -232,7 +241,7 @@ static kiln_status run_attention(kiln_cuda_backend *be, const kiln_node *node,
                                  int32_t n, int32_t col) {
   CUdeviceptr q = kiln_cuda_col_ptr(b[0], node->src[0], col), kc = b[1]->ptr, vc = b[2]->ptr,
               y = kiln_cuda_col_ptr(b[4], node->dst, col);
-  if (!(n > 1 && ns->prefill.fn) && ns->attn_merge.fn) {
+  if (!(n > 1 && ns->prefill.fn) && ns->attn_splits) {
     if (n != 1)
       return kiln_node_error(be->host, KILN_STATUS_INTERNAL, node,
                              "the split decode attention takes one token, not %d", (int)n);

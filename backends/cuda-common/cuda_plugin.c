@@ -130,6 +130,7 @@ static void backend_free(kiln_cuda_backend *be) {
   if (be->scratch) cu->MemFree(be->scratch);
   if (be->xq) cu->MemFree(be->xq);
   if (be->attn_part) cu->MemFree(be->attn_part);
+  if (be->attn_tickets) cu->MemFree(be->attn_tickets);
   if (be->step_dev) cu->MemFree(be->step_dev);
   if (be->staging) cu->MemFreeHost(be->staging);
   if (be->up_staging) cu->MemFreeHost(be->up_staging);
@@ -186,6 +187,10 @@ static kiln_status read_config(kiln_cuda_backend *be, const kiln_config_section 
     }
   }
   be->attn_splits_forced = cfg ? (uint32_t)host->cfg_int(cfg, "attention_splits") : 0;
+  if (cfg) {
+    const char *am = host->cfg_str(cfg, "attention_merge");
+    be->attn_merge_kernel = am && strcmp(am, "kernel") == 0;
+  }
   /* Only the flavors with flash tiles (the batched ones) declare the key. */
   be->prefill_flash = fl->flash.bq > 0;
   if (fl->flash.bq > 0 && cfg) {

@@ -152,9 +152,28 @@ static kiln_status attn_part_reserve(kiln_cuda_backend *be, uint64_t bytes,
   return NULL;
 }
 
+/* Makes the fused merge's tickets cover n KV heads, all zero. */
+static kiln_status attn_tickets_reserve(kiln_cuda_backend *be, uint32_t n, const kiln_node *node) {
+  if (n <= be->attn_tickets_n) return NULL;
+  if (be->attn_tickets) {
+    KILN_CU_CHECK(be->host, be->cu, node, StreamSynchronize(be->stream));
+    KILN_CU_CHECK(be->host, be->cu, node, MemFree(be->attn_tickets));
+    be->attn_tickets = 0;
+    be->attn_tickets_n = 0;
+  }
+  KILN_RETURN_IF_ERROR(be->host->status_annotate(
+      kiln_cuda_mem_alloc(be, 4u * (uint64_t)n, node, &be->attn_tickets),
+      "the split-attention tickets of %u bytes", 4u * n));
+  KILN_CU_CHECK(be->host, be->cu, node, MemsetD32Async(be->attn_tickets, 0, n, be->stream));
+  be->attn_tickets_n = n;
+  return NULL;
+}
+
 /* ATTENTION for steps of one token: split-KV attention (attention_split
- * over n_split splits of the keys for each KV head, then attention_merge)
- * where the node fits it, n_split from [<plugin>] attention_splits or
+ * over n_split splits of the keys for each KV head, its last block of
+ * each merging the group where kiln_cuda_attention_fused_merge_fits and
+ * [<plugin>] attention_merge = auto, else then attention_merge) where the
+ * node fits it, n_split from [<plugin>] attention_splits or
  * chosen for the device's SMs and the cache's length (n_ctx: the K
  * cache's positions); otherwise one block per query head. */
 static kiln_status prepare_attention_decode(kiln_cuda_backend *be, const kiln_node *node,
@@ -172,18 +191,25 @@ static kiln_status prepare_attention_decode(kiln_cuda_backend *be, const kiln_no
           ? be->attn_splits_forced
           : kiln_cuda_attention_splits_auto(be->sm_count, node->src[1]->ne[1],
                                             node->p.attention.n_head_kv, warps);
-  KILN_RETURN_IF_ERROR(
-      kiln_cuda_attention_split_describe(be->host, be->compiler, node, warps, n_split, &d));
-  KILN_RETURN_IF_ERROR(get_fn(be, d, node, &ns->decode.fn));
-  ns->decode.block = 32 * warps;
   /* With quantized activations the merge writes its output quantized too:
    * the output projection reads it next (kiln_cuda_xq_set at the launch). */
   const kiln_cuda_quant mq = kiln_cuda_merge_quant_fits(node) ? be->act : KILN_CUDA_QUANT_NONE;
-  KILN_RETURN_IF_ERROR(
-      kiln_cuda_attention_merge_describe(be->host, be->compiler, node, warps, n_split, mq, &d));
-  KILN_RETURN_IF_ERROR(get_fn(be, d, node, &ns->attn_merge.fn));
-  ns->attn_merge.block = 32 * warps;
+  const bool fused = !be->attn_merge_kernel && kiln_cuda_attention_fused_merge_fits(node, n_split);
+  KILN_RETURN_IF_ERROR(kiln_cuda_attention_split_describe(
+      be->host, be->compiler, node, warps, n_split, fused, fused ? mq : KILN_CUDA_QUANT_NONE, &d));
+  KILN_RETURN_IF_ERROR(get_fn(be, d, node, &ns->decode.fn));
+  ns->decode.block = 32 * warps;
+  ns->attn_merge.fn = NULL;
+  if (fused) {
+    KILN_RETURN_IF_ERROR(attn_tickets_reserve(be, (uint32_t)node->p.attention.n_head_kv, node));
+  } else {
+    KILN_RETURN_IF_ERROR(
+        kiln_cuda_attention_merge_describe(be->host, be->compiler, node, warps, n_split, mq, &d));
+    KILN_RETURN_IF_ERROR(get_fn(be, d, node, &ns->attn_merge.fn));
+    ns->attn_merge.block = 32 * warps;
+  }
   ns->attn_splits = n_split;
+  ns->attn_fused_merge = fused;
   ns->merge_quant = mq != KILN_CUDA_QUANT_NONE;
   if (ns->merge_quant)
     KILN_RETURN_IF_ERROR(xq_reserve(

@@ -276,6 +276,8 @@ static const char attention_split_source[] =
 #include "grid_dep.cuh.inc"
 #include "step_block.cuh.inc"
 #include "kv_type.cuh.inc"
+#include "quant_mode.cuh.inc"
+#include "act_quant.cuh.inc"
 #include "attention_part.cuh.inc"
 #include "attention_split.cu.inc"
     ;
@@ -291,24 +293,37 @@ static const kiln_kparam_decl attention_split_params[] = {
      "splits of the keys (1..256): the grid's x; each split's length comes from the step block"},
     {"kv_type", KILN_KPARAM_DTYPE, KILN_KPARAM_BAKED,
      "the K/V caches' element type: F32|F16|BF16|Q8_0 (kv_type.cuh; Q8_0 needs head_dim % 32 == 0)"},
+    {"merge", KILN_KPARAM_I64, KILN_KPARAM_BAKED,
+     "1: the block that takes a KV head's last ticket merges its group's records into y "
+     "(no attention_merge launch); 0: the records only"},
+    {"quant", KILN_KPARAM_STR, KILN_KPARAM_BAKED,
+     "with merge = 1, y also written quantized per 32 values for the next matvec_q: "
+     "q16 | q8 | none"},
+    {"k", KILN_KPARAM_I64, KILN_KPARAM_BAKED, "values of the output column, head_dim * n_head"},
     {"q", KILN_KPARAM_PTR, KILN_KPARAM_RUNTIME, "the pass's query column, f32 [head_dim * n_head]"},
     {"k_cache", KILN_KPARAM_PTR, KILN_KPARAM_RUNTIME, "K cache, kv_type [head_dim * n_head_kv, n_ctx]"},
     {"v_cache", KILN_KPARAM_PTR, KILN_KPARAM_RUNTIME, "V cache, same shape"},
     {"part", KILN_KPARAM_PTR, KILN_KPARAM_RUNTIME,
      "partial results, n_head * n_split records of head_dim + 2 floats (attention_part.cuh)"},
     STEP_PARAM,
+    {"y", KILN_KPARAM_PTR, KILN_KPARAM_RUNTIME,
+     "merge = 1: the output column, f32 [head_dim * n_head]; else unused"},
+    {"xq", KILN_KPARAM_PTR, KILN_KPARAM_RUNTIME, "merge = 1 and quant q16 / q8: y quantized"},
+    {"tickets", KILN_KPARAM_PTR, KILN_KPARAM_RUNTIME,
+     "merge = 1: n_head_kv u32 counters, 0 before a launch and 0 after it"},
 };
 
 static const kiln_ktemplate attention_split = {
     .name = KILN_CUDA_T_ATTENTION_SPLIT,
-    .version = 4,
+    .version = 5,
     .entry = "kiln_attention_split",
     .source = attention_split_source,
     .params = attention_split_params,
     .n_params = sizeof attention_split_params / sizeof attention_split_params[0],
     .help = "decode attention, first half: one block per (split of the keys, KV head) for all "
             "of the head's GQA query heads, tiles of 32 keys (16 above head_dim 128) in shared "
-            "memory, online softmax with max subtraction, f32 math over a kv_type cache",
+            "memory, online softmax with max subtraction, f32 math over a kv_type cache; "
+            "with merge = 1 the last block of each KV head merges its group",
 };
 
 static const char attention_merge_source[] =

@@ -143,12 +143,27 @@ static kiln_status attention_split_check(const kiln_host_api *host, const kiln_n
   return NULL;
 }
 
+bool kiln_cuda_attention_fused_merge_fits(const kiln_node *node, uint32_t n_split) {
+  if (node->op != KILN_OP_ATTENTION || !kiln_cuda_attention_split_fits(node)) return false;
+  const kiln_attention_params *p = &node->p.attention;
+  return p->head_dim % 32 == 0 && (int64_t)(p->n_head / p->n_head_kv) * n_split <= 256;
+}
+
 kiln_status kiln_cuda_attention_split_describe(const kiln_host_api *host,
                                                kiln_kcompiler *compiler, const kiln_node *node,
-                                               uint32_t warps, uint32_t n_split,
-                                               kiln_kdesc **out_desc) {
+                                               uint32_t warps, uint32_t n_split, bool merge,
+                                               kiln_cuda_quant quant, kiln_kdesc **out_desc) {
   KILN_RETURN_IF_ERROR(attention_split_check(host, node, warps, n_split));
   const kiln_attention_params *p = &node->p.attention;
+  if (merge && !kiln_cuda_attention_fused_merge_fits(node, n_split))
+    return kiln_node_error(host, KILN_STATUS_UNSUPPORTED, node,
+                           "attention_split merges in its last block only head_dim a multiple "
+                           "of 32 and at most 256 records a KV head; head_dim %d, %d heads a "
+                           "KV head, %u splits",
+                           (int)p->head_dim, (int)(p->n_head / p->n_head_kv), n_split);
+  if (quant != KILN_CUDA_QUANT_NONE && !merge)
+    return kiln_node_error(host, KILN_STATUS_INVALID_ARGUMENT, node,
+                           "attention_split writes y (and so quantizes it) only with merge");
   kiln_kdesc *d = NULL;
   KILN_RETURN_IF_ERROR(host->kdesc_new(compiler, KILN_CUDA_T_ATTENTION_SPLIT, &d));
   kiln_status st = host->kdesc_set_i64(d, "head_dim", p->head_dim);
@@ -158,6 +173,9 @@ kiln_status kiln_cuda_attention_split_describe(const kiln_host_api *host,
   if (!st) st = host->kdesc_set_i64(d, "warps", warps);
   if (!st) st = host->kdesc_set_i64(d, "n_split", n_split);
   if (!st) st = host->kdesc_set_dtype(d, "kv_type", node->src[1]->type);
+  if (!st) st = host->kdesc_set_i64(d, "merge", merge ? 1 : 0);
+  if (!st) st = host->kdesc_set_str(d, "quant", kiln_cuda_quant_name(quant));
+  if (!st) st = host->kdesc_set_i64(d, "k", (int64_t)p->head_dim * p->n_head);
   return kiln_cuda_describe_finish(host, st, d, node, out_desc);
 }
 

@@ -124,17 +124,6 @@ uint32_t kiln_cuda_attention_splits_auto(int sm_count, int64_t n_ctx, int64_t n_
  * n_split records of head_dim + 2 floats (attention_part.cuh.tmpl). */
 uint64_t kiln_cuda_attention_part_bytes(const kiln_node *node, uint32_t n_split);
 
-/* ATTENTION, decode: attention_split with the node's head_dim, n_head,
- * n_head_kv, scale and KV type (the K cache's), `warps` (1..32) and n_split (1..256); grid
- * (n_split, n_head_kv), block 32 * warps; arguments (q, k_cache, v_cache,
- * part, step). KILN_STATUS_UNSUPPORTED for a node that does not fit
- * (kiln_cuda_attention_split_fits), KILN_STATUS_INVALID_ARGUMENT for
- * warps or n_split out of range, both naming the node. */
-kiln_status kiln_cuda_attention_split_describe(const kiln_host_api *host,
-                                               kiln_kcompiler *compiler, const kiln_node *node,
-                                               uint32_t warps, uint32_t n_split,
-                                               kiln_kdesc **out_desc);
-
 /* How a matvec's activations meet a block weight ([<plugin>] activations):
  * f32 (dequantized weights times f32 x: matvec), or x rounded per 32
  * values to 16 or 8 bits for integer dot products (matvec_q). */
@@ -143,6 +132,30 @@ typedef enum kiln_cuda_quant {
   KILN_CUDA_QUANT_Q8 = 8,   /* activations = q8 */
   KILN_CUDA_QUANT_Q16 = 16  /* activations = q16 */
 } kiln_cuda_quant;
+
+/* ATTENTION, decode: attention_split with the node's head_dim, n_head,
+ * n_head_kv, scale and KV type (the K cache's), `warps` (1..32) and
+ * n_split (1..256); with merge, the merge fused in (the last block of
+ * each KV head merges its group's records into y, and with quant also
+ * into xq as attention_merge would: kiln_cuda_attention_fused_merge_fits
+ * must hold, and kiln_cuda_merge_quant_fits for a quant); without it
+ * quant must be KILN_CUDA_QUANT_NONE. Grid (n_split, n_head_kv), block
+ * 32 * warps; arguments (q, k_cache, v_cache, part, step, y, xq,
+ * tickets), tickets n_head_kv u32 zeros. KILN_STATUS_UNSUPPORTED for a
+ * node that does not fit (kiln_cuda_attention_split_fits, and the fused
+ * merge's), KILN_STATUS_INVALID_ARGUMENT for warps or n_split out of
+ * range or a quant it cannot take, each naming the node. */
+kiln_status kiln_cuda_attention_split_describe(const kiln_host_api *host,
+                                               kiln_kcompiler *compiler, const kiln_node *node,
+                                               uint32_t warps, uint32_t n_split, bool merge,
+                                               kiln_cuda_quant quant, kiln_kdesc **out_desc);
+
+/* Whether attention_split can merge node's records itself at n_split
+ * splits: head_dim a multiple of 32 and at most 256 records a KV head
+ * (n_head / n_head_kv * n_split), few enough for one block to merge
+ * faster than a launch of attention_merge (and for the tile's shared
+ * memory to hold their weights). */
+bool kiln_cuda_attention_fused_merge_fits(const kiln_node *node, uint32_t n_split);
 
 /* ATTENTION, decode: attention_merge for the node's head_dim and
  * n_split, with quant (the activations mode, or KILN_CUDA_QUANT_NONE)

@@ -17,7 +17,10 @@
  * largest error relative to the largest reference value is printed too.
  * Cache positions past n_kv hold NaN (a read of one shows). And the split
  * count must matter: n_kv = 4097 with 1 and 16 splits must differ in some
- * bit (else decode is not running the split kernel). Every case is
+ * bit (else decode is not running the split kernel); the merge in the
+ * split kernel (attention_merge = auto) and in its own (kernel) both
+ * within the tolerance, the fused one the same bits over three runs on
+ * one backend (its tickets reset). Every case is
  * printed; each test asserts at its end, so one device run reports all. */
 #include "config.h"
 
@@ -119,13 +122,18 @@ static int run_case(kiln_runtime *rt, att_case *c, const char *mode, float *cons
   return bad;
 }
 
-/* A runtime whose CUDA backends use `splits` (NULL: auto). */
-static kiln_runtime *runtime_splits(const char *splits) {
-  kiln_config_override ov[KG_N_BACKENDS];
-  for (int b = 0; b < KG_N_BACKENDS; b++)
-    ov[b] = (kiln_config_override){kg_backends[b], "attention_splits", splits ? splits : "0", "test"};
-  return kg_runtime_mode("f32", true, ov, KG_N_BACKENDS);
+/* A runtime whose CUDA backends use `splits` (NULL: auto) and merge their
+ * splits as `merge` says (auto: in the split kernel where it fits). */
+static kiln_runtime *runtime_splits_merge(const char *splits, const char *merge) {
+  kiln_config_override ov[2 * KG_N_BACKENDS];
+  for (int b = 0; b < KG_N_BACKENDS; b++) {
+    ov[2 * b] = (kiln_config_override){kg_backends[b], "attention_splits", splits ? splits : "0", "test"};
+    ov[2 * b + 1] = (kiln_config_override){kg_backends[b], "attention_merge", merge, "test"};
+  }
+  return kg_runtime_mode("f32", true, ov, 2 * KG_N_BACKENDS);
 }
+
+static kiln_runtime *runtime_splits(const char *splits) { return runtime_splits_merge(splits, "auto"); }
 
 static int shape_cases(kiln_runtime *rt, int hd, int nh, int nkv, const int *ns, size_t n_ns,
                        const char *mode) {
@@ -223,6 +231,45 @@ static void test_split_count_matters(void **state) {
   assert_int_equal(bad, 0);
 }
 
+/* The merge in the split kernel (attention_merge = auto: 7 heads a KV
+ * head at 16 splits is 112 records, within its 256) against the merge
+ * kernel (kernel), each within TOL of cpu; and the fused one run three
+ * times on one open backend: its tickets must come back to 0 after every
+ * launch, so each run gives the first's column bit for bit (a ticket left
+ * counting would leave y unmerged: 0xEE or NaN). */
+static void test_fused_merge(void **state) {
+  static const int ns[] = {1, 63, 129, 4097};
+  int bad = 0;
+  kiln_runtime *rt = runtime_splits_merge("16", "kernel");
+  bad += shape_cases(rt, 128, 28, 4, ns, sizeof ns / sizeof ns[0], "merge kernel");
+  kiln_runtime_free(rt);
+  rt = runtime_splits_merge("16", "auto");
+  bad += shape_cases(rt, 128, 28, 4, ns, sizeof ns / sizeof ns[0], "merge fused");
+  att_case c;
+  case_make(&c, 128, 28, 4, 129, 1, false);
+  const int64_t w = c.op.node.dst->ne[0];
+  float *first = kg_alloc((size_t)c.op.node.dst->nbytes), *again = kg_alloc((size_t)c.op.node.dst->nbytes);
+  for (int b = 0; b < KG_N_BACKENDS; b++) {
+    kiln_backend *be = kg_backend_open(rt, kg_backends[b]);
+    int same = 0;
+    kiln_status st = kg_run_op(be, &c.op, 1, c.n_kv - 1, first);
+    for (int r = 0; !st && r < 2; r++) {
+      st = kg_run_op(be, &c.op, 1, c.n_kv - 1, again);
+      if (!st) same += memcmp(first, again, (size_t)w * sizeof(float)) == 0;
+    }
+    kiln_backend_close(be);
+    printf("  %-12s n_kv 129, merge fused, 3 runs on one backend: %s\n", kg_backends[b],
+           st ? kiln_status_message(st) : same == 2 ? "the same bits each time" : "DIFFERENT  FAIL");
+    bad += st || same != 2;
+    kiln_status_free(st);
+  }
+  free(first);
+  free(again);
+  case_free(&c);
+  kiln_runtime_free(rt);
+  assert_int_equal(bad, 0);
+}
+
 int main(void) {
   int gate = kg_gate("test_gpu_attention");
   if (gate) return gate;
@@ -231,6 +278,7 @@ int main(void) {
       cmocka_unit_test(test_decode_attention_splits),
       cmocka_unit_test(test_decode_attention_huge),
       cmocka_unit_test(test_split_count_matters),
+      cmocka_unit_test(test_fused_merge),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

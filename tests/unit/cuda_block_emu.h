@@ -18,8 +18,11 @@
  * qualifiers as nothing. Scheduling is cooperative and deterministic: a thread runs
  * until it waits at a barrier or returns, so it is no race detector (a
  * missing barrier may go unseen here; compute-sanitizer's racecheck sees
- * it on a device). Not emulated: atomics, fences, warp-divergent shuffles
- * (a partial mask fails the launch). Include once, before the kernels, in
+ * it on a device). atomicAdd on unsigned, __threadfence and __ldcg are
+ * the plain operations: blocks run one after another and a block's
+ * threads one at a time, so every write is seen by the next read, and the
+ * last block of a grid is the one with the highest index (x fastest). Not
+ * emulated: warp-divergent shuffles (a partial mask fails the launch). Include once, before the kernels, in
  * a C++ file. */
 #ifndef KILN_CUDA_BLOCK_EMU_H
 #define KILN_CUDA_BLOCK_EMU_H
@@ -220,6 +223,13 @@ static inline unsigned __float_as_uint(float f) {
   return u;
 }
 static inline int min(int a, int b) { return a < b ? a : b; }
+static inline unsigned atomicAdd(unsigned *p, unsigned v) {
+  const unsigned old = *p;
+  *p = old + v;
+  return old;
+}
+static inline void __threadfence() { kiln_emu::clobber(); }
+template <class T> static inline T __ldcg(const T *p) { return *p; }
 
 /* Every kernel's first statement (the grid dependency of programmatic
  * launches): nothing on the host, where blocks run one after another. */

@@ -72,7 +72,7 @@ tests_unit_test_kcache_guard_drop_LDADD = backends/cuda-common/libkilncudacommon
 # leave out of a key: qwen35's L2-norm ε, RoPE θ (rope, rope_imrope), a
 # rotary section, a delta-rule head dim, the conv width, the chunk size,
 # matvec_q's load0, groups_per_block and stages, the split decode attention's
-# n_split and n_head_kv (its GQA ratio), each checked in attention_split
+# n_split, n_head_kv (its GQA ratio) and merge, each checked in attention_split
 # alone (KILN_KCACHE_TEST_DROP_TEMPLATE: attention and rope_store bake
 # n_head_kv too, and would go red first), n_split in attention_merge, the
 # merge's quant and k (its quantized output's mode and column length:
@@ -93,6 +93,7 @@ kcache_guard_drop_more = tests/unit/test_kcache_guard_drop_l2_eps tests/unit/tes
 	tests/unit/test_kcache_guard_drop_load0 tests/unit/test_kcache_guard_drop_groups_per_block \
 	tests/unit/test_kcache_guard_drop_stages \
 	tests/unit/test_kcache_guard_drop_n_split tests/unit/test_kcache_guard_drop_n_head_kv \
+	tests/unit/test_kcache_guard_drop_merge_split \
 	tests/unit/test_kcache_guard_drop_n_split_merge tests/unit/test_kcache_guard_drop_quant_merge \
 	tests/unit/test_kcache_guard_drop_k_merge tests/unit/test_kcache_guard_drop_kv_store \
 	tests/unit/test_kcache_guard_drop_kv_attention tests/unit/test_kcache_guard_drop_kv_split \
@@ -147,6 +148,11 @@ tests_unit_test_kcache_guard_drop_n_head_kv_CPPFLAGS = $(kcache_cuda_cppflags) -
 	-DKILN_KCACHE_TEST_DROP_TEMPLATE='"attention_split"'
 tests_unit_test_kcache_guard_drop_n_head_kv_CFLAGS = $(kcache_guard_drop_cflags)
 tests_unit_test_kcache_guard_drop_n_head_kv_LDADD = $(kcache_guard_drop_libs)
+tests_unit_test_kcache_guard_drop_merge_split_SOURCES = $(kcache_guard_drop_sources)
+tests_unit_test_kcache_guard_drop_merge_split_CPPFLAGS = $(kcache_cuda_cppflags) -DKILN_KCACHE_TEST_DROP_PARAM='"merge"' \
+	-DKILN_KCACHE_TEST_DROP_TEMPLATE='"attention_split"'
+tests_unit_test_kcache_guard_drop_merge_split_CFLAGS = $(kcache_guard_drop_cflags)
+tests_unit_test_kcache_guard_drop_merge_split_LDADD = $(kcache_guard_drop_libs)
 tests_unit_test_kcache_guard_drop_n_split_merge_SOURCES = $(kcache_guard_drop_sources)
 tests_unit_test_kcache_guard_drop_n_split_merge_CPPFLAGS = $(kcache_cuda_cppflags) -DKILN_KCACHE_TEST_DROP_PARAM='"n_split"' \
 	-DKILN_KCACHE_TEST_DROP_TEMPLATE='"attention_merge"'

@@ -13,7 +13,9 @@
  * either side, and four tiles a split (the prefetched next tile), full and
  * with a partial last tile; also Qwen3.5's head_dim 256 (16-key tiles),
  * an odd group on 16-key tiles in one warp, and head_dim 18 (not a
- * multiple of 4). Against the f64 softmax of
+ * multiple of 4); and the split kernel merging itself (merge = 1, its
+ * tickets set back to 0 by each launch) in five of those shapes. Against
+ * the f64 softmax of
  * the same f32 inputs: finite, relative L2 and |norm ratio - 1| <= 1e-6
  * over all heads; cache rows past the last key, the partial results and
  * y start as NaN, so a read of any of them shows; the record of a split
@@ -218,6 +220,80 @@ namespace kv_q8_0 {
 #include "attention_host_shape.h"
 }
 
+/* The split kernel merging itself (merge = 1): the 7B's heads at 4 and at
+ * 20 splits (tg128's count: every block but the last of a KV head takes a
+ * ticket and leaves), one warp a block with a group of one, Qwen3.5's
+ * head_dim 256, a Q8_0 cache. */
+#define KILN_HOST_SHAPE qwen7b_fm
+#define KILN_HEAD_DIM 128
+#define KILN_N_HEAD 28
+#define KILN_N_HEAD_KV 4
+#define KILN_SCALE 0.0883883461356163f
+#define KILN_WARPS 8
+#define KILN_N_SPLIT 4
+#define KILN_FUSED_MERGE 1
+#define KILN_KV_F32 1
+#define KILN_HOST_KV KILN_TYPE_F32
+namespace qwen7b_fm {
+#include "attention_host_shape.h"
+}
+
+#define KILN_HOST_SHAPE qwen7b_fm20
+#define KILN_HEAD_DIM 128
+#define KILN_N_HEAD 28
+#define KILN_N_HEAD_KV 4
+#define KILN_SCALE 0.0883883461356163f
+#define KILN_WARPS 8
+#define KILN_N_SPLIT 20
+#define KILN_FUSED_MERGE 1
+#define KILN_KV_F32 1
+#define KILN_HOST_KV KILN_TYPE_F32
+namespace qwen7b_fm20 {
+#include "attention_host_shape.h"
+}
+
+#define KILN_HOST_SHAPE one_warp_fm
+#define KILN_HEAD_DIM 32
+#define KILN_N_HEAD 4
+#define KILN_N_HEAD_KV 4
+#define KILN_SCALE 0.176776695296636881f
+#define KILN_WARPS 1
+#define KILN_N_SPLIT 3
+#define KILN_FUSED_MERGE 1
+#define KILN_KV_F32 1
+#define KILN_HOST_KV KILN_TYPE_F32
+namespace one_warp_fm {
+#include "attention_host_shape.h"
+}
+
+#define KILN_HOST_SHAPE qwen35_fm
+#define KILN_HEAD_DIM 256
+#define KILN_N_HEAD 16
+#define KILN_N_HEAD_KV 4
+#define KILN_SCALE 0.0625f
+#define KILN_WARPS 8
+#define KILN_N_SPLIT 3
+#define KILN_FUSED_MERGE 1
+#define KILN_KV_F32 1
+#define KILN_HOST_KV KILN_TYPE_F32
+namespace qwen35_fm {
+#include "attention_host_shape.h"
+}
+
+#define KILN_HOST_SHAPE kv_q8_0_fm
+#define KILN_HEAD_DIM 64
+#define KILN_N_HEAD 8
+#define KILN_N_HEAD_KV 2
+#define KILN_SCALE 0.125f
+#define KILN_WARPS 4
+#define KILN_N_SPLIT 3
+#define KILN_FUSED_MERGE 1
+#define KILN_KV_Q8_0 1
+#define KILN_HOST_KV KILN_TYPE_Q8_0
+namespace kv_q8_0_fm {
+#include "attention_host_shape.h"
+}
+
 /* The f64 softmax attention of the pass's one token over keys 0..n-1. */
 static void reference(const host_shape &s, const float *q, const float *k, const float *v,
                       int n, double *out) {
@@ -351,6 +427,11 @@ static void test_split_attention(void **state) {
   bad += run_shape(kv_f16::shape, false);
   bad += run_shape(kv_bf16::shape, false);
   bad += run_shape(kv_q8_0::shape, false);
+  bad += run_shape(qwen7b_fm::shape, false);
+  bad += run_shape(qwen7b_fm20::shape, false);
+  bad += run_shape(one_warp_fm::shape, false);
+  bad += run_shape(qwen35_fm::shape, false);
+  bad += run_shape(kv_q8_0_fm::shape, false);
   assert_int_equal(bad, 0);
 }
 

@@ -305,19 +305,29 @@ static void compile_all(kiln_kcompiler *c, const char *arch) {
           check_kernel(d, &g->attn, arch);
         }
         static const uint32_t split_warps[] = {8, 4}, splits[] = {1, 66, 256};
+        static const kiln_cuda_quant mq[] = {KILN_CUDA_QUANT_NONE, KILN_CUDA_QUANT_Q16,
+                                             KILN_CUDA_QUANT_Q8};
         for (int f = 0; f < 2; f++)
           for (int sp = 0; sp < 3; sp++) {
             KT_ASSERT_OK(kiln_cuda_attention_split_describe(h, c, &g->attn, split_warps[f],
-                                                            splits[sp], &d));
+                                                            splits[sp], false,
+                                                            KILN_CUDA_QUANT_NONE, &d));
             check_kernel(d, &g->attn, arch);
-            static const kiln_cuda_quant mq[] = {KILN_CUDA_QUANT_NONE, KILN_CUDA_QUANT_Q16,
-                                                 KILN_CUDA_QUANT_Q8};
             for (int q = 0; q < 3; q++) {
               if (mq[q] != KILN_CUDA_QUANT_NONE && !kiln_cuda_merge_quant_fits(&g->attn)) continue;
               KT_ASSERT_OK(kiln_cuda_attention_merge_describe(h, c, &g->attn, split_warps[f],
                                                               splits[sp], mq[q], &d));
               check_kernel(d, &g->attn, arch);
             }
+          }
+        /* the split kernel merging itself at a 7B's tg128 count (20: a
+         * KV cache of 640 positions), where the geometry lets it */
+        for (int f = 0; f < 2; f++)
+          for (int q = 0; q < 3; q++) {
+            if (!kiln_cuda_attention_fused_merge_fits(&g->attn, 20)) break;
+            KT_ASSERT_OK(kiln_cuda_attention_split_describe(h, c, &g->attn, split_warps[f], 20,
+                                                            true, mq[q], &d));
+            check_kernel(d, &g->attn, arch);
           }
         KT_ASSERT_OK(kiln_cuda_eltwise_describe(h, c, &g->swiglu, 256, &d));
         check_kernel(d, &g->swiglu, arch);
@@ -333,7 +343,8 @@ static void compile_all(kiln_kcompiler *c, const char *arch) {
           set_kv(g, kv_types[kv]);
           KT_ASSERT_OK(kiln_cuda_attention_describe(h, c, &g->attn, warps[0], &d));
           check_kernel(d, &g->attn, arch);
-          KT_ASSERT_OK(kiln_cuda_attention_split_describe(h, c, &g->attn, 8, 66, &d));
+          KT_ASSERT_OK(kiln_cuda_attention_split_describe(h, c, &g->attn, 8, 66, false,
+                                                          KILN_CUDA_QUANT_NONE, &d));
           check_kernel(d, &g->attn, arch);
           KT_ASSERT_OK(kiln_cuda_store_kv_describe(h, c, &g->store_k, 256, &d));
           check_kernel(d, &g->store_k, arch);
@@ -484,7 +495,7 @@ static void test_attention_split(void **state) {
   build(g2, &gqa, KILN_TYPE_Q8_0);
   assert_true(kiln_cuda_attention_split_fits(&g->attn));
   kiln_kdesc *d = NULL;
-  KT_ASSERT_OK(kiln_cuda_attention_split_describe(h, c, &g->attn, 8, 66, &d));
+  KT_ASSERT_OK(kiln_cuda_attention_split_describe(h, c, &g->attn, 8, 66, false, KILN_CUDA_QUANT_NONE, &d));
   char *canon = NULL;
   KT_ASSERT_OK(kiln_kdesc_canonical(d, &canon));
   assert_non_null(strstr(canon, "param n_split i64 66\n"));
@@ -493,15 +504,51 @@ static void test_attention_split(void **state) {
   assert_non_null(strstr(canon, "param scale f32 0x3db504f3\n")); /* 1/sqrt(128) */
   free(canon);
   compiled base = compile_desc(d, &g->attn);
-  KT_ASSERT_OK(kiln_cuda_attention_split_describe(h, c, &g->attn, 8, 65, &d));
+  KT_ASSERT_OK(kiln_cuda_attention_split_describe(h, c, &g->attn, 8, 65, false, KILN_CUDA_QUANT_NONE, &d));
   compiled other = compile_desc(d, &g->attn);
   assert_differ(&base, &other, "attention_split n_split 66 / 65");
   free(other.ptx);
-  KT_ASSERT_OK(kiln_cuda_attention_split_describe(h, c, &g2->attn, 8, 66, &d));
+  KT_ASSERT_OK(kiln_cuda_attention_split_describe(h, c, &g2->attn, 8, 66, false, KILN_CUDA_QUANT_NONE, &d));
   other = compile_desc(d, &g2->attn);
   assert_differ(&base, &other, "attention_split GQA 28/4 / 28/2");
   free(other.ptx);
   free(base.ptx);
+  /* the merge fused into the split kernel: merge, quant and k baked; the
+   * 7B's 7 heads a KV head at 20 splits fit, at 66 (462 records) not */
+  assert_true(kiln_cuda_attention_fused_merge_fits(&g->attn, 20));
+  assert_true(kiln_cuda_attention_fused_merge_fits(&g->attn, 36));
+  assert_false(kiln_cuda_attention_fused_merge_fits(&g->attn, 37));
+  KT_ASSERT_OK(kiln_cuda_attention_split_describe(h, c, &g->attn, 8, 20, false,
+                                                  KILN_CUDA_QUANT_NONE, &d));
+  assert_canon_has(d, "param merge i64 0\n");
+  base = compile_desc(d, &g->attn);
+  KT_ASSERT_OK(kiln_cuda_attention_split_describe(h, c, &g->attn, 8, 20, true,
+                                                  KILN_CUDA_QUANT_NONE, &d));
+  assert_canon_has(d, "param merge i64 1\n");
+  other = compile_desc(d, &g->attn);
+  assert_differ(&base, &other, "attention_split merge 0 / 1");
+  free(base.ptx);
+  base = other;
+  KT_ASSERT_OK(kiln_cuda_attention_split_describe(h, c, &g->attn, 8, 20, true,
+                                                  KILN_CUDA_QUANT_Q16, &d));
+  assert_canon_has(d, "param quant str q16\n");
+  assert_canon_has(d, "param k i64 3584\n");
+  other = compile_desc(d, &g->attn);
+  assert_differ(&base, &other, "attention_split merged, quant none / q16");
+  free(base.ptx);
+  base = other;
+  KT_ASSERT_OK(kiln_cuda_attention_split_describe(h, c, &g->attn, 8, 20, true,
+                                                  KILN_CUDA_QUANT_Q8, &d));
+  other = compile_desc(d, &g->attn);
+  assert_differ(&base, &other, "attention_split merged, quant q16 / q8");
+  free(other.ptx);
+  free(base.ptx);
+  KT_ASSERT_ERR(kiln_cuda_attention_split_describe(h, c, &g->attn, 8, 66, true,
+                                                   KILN_CUDA_QUANT_NONE, &d),
+                KILN_STATUS_UNSUPPORTED, "7 heads a KV head, 66 splits");
+  KT_ASSERT_ERR(kiln_cuda_attention_split_describe(h, c, &g->attn, 8, 20, false,
+                                                   KILN_CUDA_QUANT_Q16, &d),
+                KILN_STATUS_INVALID_ARGUMENT, "only with merge");
   KT_ASSERT_OK(kiln_cuda_attention_merge_describe(h, c, &g->attn, 8, 66, KILN_CUDA_QUANT_NONE, &d));
   assert_canon_has(d, "param n_split i64 66\n");
   assert_canon_has(d, "param quant str none\n");
@@ -526,11 +573,11 @@ static void test_attention_split(void **state) {
   free(base.ptx);
 
   /* refusals, naming the node */
-  KT_ASSERT_ERR(kiln_cuda_attention_split_describe(h, c, &g->attn, 33, 66, &d),
+  KT_ASSERT_ERR(kiln_cuda_attention_split_describe(h, c, &g->attn, 33, 66, false, KILN_CUDA_QUANT_NONE, &d),
                 KILN_STATUS_INVALID_ARGUMENT, "attention node 'blk.0.attn': warps 33 is outside 1..32");
   KT_ASSERT_ERR(kiln_cuda_attention_merge_describe(h, c, &g->attn, 0, 66, KILN_CUDA_QUANT_NONE, &d),
                 KILN_STATUS_INVALID_ARGUMENT, "warps 0 is outside 1..32");
-  KT_ASSERT_ERR(kiln_cuda_attention_split_describe(h, c, &g->attn, 8, 0, &d),
+  KT_ASSERT_ERR(kiln_cuda_attention_split_describe(h, c, &g->attn, 8, 0, false, KILN_CUDA_QUANT_NONE, &d),
                 KILN_STATUS_INVALID_ARGUMENT, "n_split 0 is outside 1..256");
   KT_ASSERT_ERR(kiln_cuda_attention_merge_describe(h, c, &g->attn, 8, 257, KILN_CUDA_QUANT_NONE, &d),
                 KILN_STATUS_INVALID_ARGUMENT, "n_split 257 is outside 1..256");
@@ -543,7 +590,7 @@ static void test_attention_split(void **state) {
   mqa.n_head_kv = 1;
   build(g2, &mqa, KILN_TYPE_Q8_0);
   assert_false(kiln_cuda_attention_split_fits(&g2->attn));
-  KT_ASSERT_ERR(kiln_cuda_attention_split_describe(h, c, &g2->attn, 8, 66, &d),
+  KT_ASSERT_ERR(kiln_cuda_attention_split_describe(h, c, &g2->attn, 8, 66, false, KILN_CUDA_QUANT_NONE, &d),
                 KILN_STATUS_UNSUPPORTED,
                 "attention node 'blk.0.attn': split decode attention holds at most 16 query "
                 "heads per KV head and 64 of their values per lane; n_head 32 / n_head_kv 1 "
@@ -819,7 +866,7 @@ static void test_kv_type_baked(void **state) {
       kiln_kdesc *d = NULL;
       const kiln_node *nd = k == 2 ? &g->store_k : &g->attn;
       if (k == 0) KT_ASSERT_OK(kiln_cuda_attention_describe(h, c, &g->attn, 4, &d));
-      if (k == 1) KT_ASSERT_OK(kiln_cuda_attention_split_describe(h, c, &g->attn, 8, 66, &d));
+      if (k == 1) KT_ASSERT_OK(kiln_cuda_attention_split_describe(h, c, &g->attn, 8, 66, false, KILN_CUDA_QUANT_NONE, &d));
       if (k == 2) KT_ASSERT_OK(kiln_cuda_store_kv_describe(h, c, &g->store_k, 256, &d));
       char *canon = NULL;
       KT_ASSERT_OK(kiln_kdesc_canonical(d, &canon));

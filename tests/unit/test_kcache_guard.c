@@ -9,7 +9,8 @@
  * head dim, the conv width, the chunk size, a matvec_q matrix's way of reading
  * its weight (load0), its sets of rows per block, its bulk-copy stages, the
  * split decode attention's
- * split count (n_split) and its GQA ratio (n_head_kv), every baked parameter
+ * split count (n_split), its GQA ratio (n_head_kv) and whether it merges
+ * itself (merge), every baked parameter
  * of the flash prefill attention (head_dim, n_head, n_head_kv, scale, bq, bk,
  * warps, kv_type), the KV cache's type (kv_type) in each of store_kv, attention,
  * attention_split and rope_store — where it must fail (XFAIL), proving the
@@ -93,6 +94,9 @@ static const sample samples[] = {
     /* attention_split, attention_merge: 28/2 and 14/7 heads give groups of
      * 14, 7, 4 and 2, each within the split kernel's registers at head_dim 128 */
     {"n_split", KILN_KPARAM_I64, {16, 5}, {NULL, NULL}},
+    /* attention_split: the merge fused in first (quant and k matter only
+     * there); 14 heads a KV head at 16 splits fit it */
+    {"merge", KILN_KPARAM_I64, {1, 0}, {NULL, NULL}},
     /* flash_attention: tiles of 32 or 64 query rows and keys; with warps
      * 4 or 8 that is 4..16 rows a warp, within its registers at head_dim
      * 128 and 64 */
