@@ -76,7 +76,7 @@ static const host_shape shape = {KILN_HOST_STR(KILN_HOST_SHAPE), KILN_HEAD_DIM, 
 #undef KILN_N_SPLIT
 #undef KILN_FUSED_MERGE
 #undef KILN_FUSED_Q
-#undef KILN_FM_GATHER
+#undef KILN_FM_NOUT
 #undef KILN_PER_LANE
 #undef KILN_GROUP
 #undef KILN_THREADS
