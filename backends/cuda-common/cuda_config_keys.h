@@ -123,7 +123,8 @@
    .min = 0,                                                                  \
    .max = 256,                                                                \
    .help = "splits of the keys in decode attention (split-KV: one block per " \
-           "split and KV head, merged by a second kernel), for tuning; 0 = "  \
+           "split and KV head, then the merge, as attention_merge says), "    \
+           "for tuning; 0 = "                                                 \
            "auto: about two blocks per SM, and no more splits than the KV "   \
            "cache's length can give a tile of 32 keys each"}
 
