@@ -131,14 +131,14 @@
 #define KILN_CUDA_KEY_ATTENTION_MERGE                                         \
   {.name = "attention_merge",                                                 \
    .type = KILN_CONFIG_ENUM,                                                  \
-   .default_value = "auto",                                                   \
-   .choices = "auto|kernel",                                                  \
-   .help = "how decode attention merges its splits: auto = the last block "   \
-           "of each KV head merges its GQA group's records in the split "     \
-           "kernel (one launch a layer fewer) where head_dim is a multiple "  \
-           "of 32 and the group has at most 256 records, else a merge "       \
-           "kernel of one block per query head; kernel = always the merge "   \
-           "kernel, for comparison"}
+   .default_value = "kernel",                                                 \
+   .choices = "kernel|fused",                                                 \
+   .help = "how decode attention merges its splits: kernel = a merge "        \
+           "kernel of one block per query head; fused = the last block of "   \
+           "each KV head merges its GQA group's records in the split kernel " \
+           "(one launch a layer fewer) where head_dim is a multiple of 32 "   \
+           "and the group has at most 256 records, else the merge kernel. "   \
+           "kernel stays the default until fused is measured on a device"}
 
 #define KILN_CUDA_KEY_PREFILL_ATTENTION                                       \
   {.name = "prefill_attention",                                               \

@@ -187,9 +187,10 @@ static kiln_status read_config(kiln_cuda_backend *be, const kiln_config_section 
     }
   }
   be->attn_splits_forced = cfg ? (uint32_t)host->cfg_int(cfg, "attention_splits") : 0;
+  be->attn_merge_kernel = true;
   if (cfg) {
     const char *am = host->cfg_str(cfg, "attention_merge");
-    be->attn_merge_kernel = am && strcmp(am, "kernel") == 0;
+    be->attn_merge_kernel = !am || strcmp(am, "fused") != 0;
   }
   /* Only the flavors with flash tiles (the batched ones) declare the key. */
   be->prefill_flash = fl->flash.bq > 0;

@@ -171,8 +171,8 @@ static kiln_status attn_tickets_reserve(kiln_cuda_backend *be, uint32_t n, const
 
 /* ATTENTION for steps of one token: split-KV attention (attention_split
  * over n_split splits of the keys for each KV head, its last block of
- * each merging the group where kiln_cuda_attention_fused_merge_fits and
- * [<plugin>] attention_merge = auto, else then attention_merge) where the
+ * each merging the group where [<plugin>] attention_merge = fused and
+ * kiln_cuda_attention_fused_merge_fits, else then attention_merge) where the
  * node fits it, n_split from [<plugin>] attention_splits or
  * chosen for the device's SMs and the cache's length (n_ctx: the K
  * cache's positions); otherwise one block per query head. */

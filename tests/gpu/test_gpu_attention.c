@@ -18,7 +18,7 @@
  * Cache positions past n_kv hold NaN (a read of one shows). And the split
  * count must matter: n_kv = 4097 with 1 and 16 splits must differ in some
  * bit (else decode is not running the split kernel); the merge in the
- * split kernel (attention_merge = auto) and in its own (kernel) both
+ * split kernel (attention_merge = fused) and in its own (kernel) both
  * within the tolerance, the fused one the same bits over three runs on
  * one backend (its tickets reset). Every case is
  * printed; each test asserts at its end, so one device run reports all. */
@@ -123,7 +123,7 @@ static int run_case(kiln_runtime *rt, att_case *c, const char *mode, float *cons
 }
 
 /* A runtime whose CUDA backends use `splits` (NULL: auto) and merge their
- * splits as `merge` says (auto: in the split kernel where it fits). */
+ * splits as `merge` says (fused: in the split kernel where it fits). */
 static kiln_runtime *runtime_splits_merge(const char *splits, const char *merge) {
   kiln_config_override ov[2 * KG_N_BACKENDS];
   for (int b = 0; b < KG_N_BACKENDS; b++) {
@@ -133,7 +133,7 @@ static kiln_runtime *runtime_splits_merge(const char *splits, const char *merge)
   return kg_runtime_mode("f32", true, ov, 2 * KG_N_BACKENDS);
 }
 
-static kiln_runtime *runtime_splits(const char *splits) { return runtime_splits_merge(splits, "auto"); }
+static kiln_runtime *runtime_splits(const char *splits) { return runtime_splits_merge(splits, "kernel"); }
 
 static int shape_cases(kiln_runtime *rt, int hd, int nh, int nkv, const int *ns, size_t n_ns,
                        const char *mode) {
@@ -231,7 +231,7 @@ static void test_split_count_matters(void **state) {
   assert_int_equal(bad, 0);
 }
 
-/* The merge in the split kernel (attention_merge = auto: 7 heads a KV
+/* The merge in the split kernel (attention_merge = fused: 7 heads a KV
  * head at 16 splits is 112 records, within its 256) against the merge
  * kernel (kernel), each within TOL of cpu; and the fused one run three
  * times on one open backend: its tickets must come back to 0 after every
@@ -243,7 +243,7 @@ static void test_fused_merge(void **state) {
   kiln_runtime *rt = runtime_splits_merge("16", "kernel");
   bad += shape_cases(rt, 128, 28, 4, ns, sizeof ns / sizeof ns[0], "merge kernel");
   kiln_runtime_free(rt);
-  rt = runtime_splits_merge("16", "auto");
+  rt = runtime_splits_merge("16", "fused");
   bad += shape_cases(rt, 128, 28, 4, ns, sizeof ns / sizeof ns[0], "merge fused");
   att_case c;
   case_make(&c, 128, 28, 4, 129, 1, false);
