@@ -311,7 +311,7 @@ typedef struct kiln_cuda_backend {
    * n_split and its last block of each KV head sets its one back to 0,
    * so in stream order every launch finds them 0. */
   CUdeviceptr attn_tickets;
-  uint32_t attn_tickets_n;
+  uint64_t attn_tickets_bytes;
   /* The quantized-activation scratch: one column of the widest matvec_q
    * input, grown in prepare(); xq_of is the tensor it holds now, valid
    * for the pass numbered xq_pass (each pass over a step's nodes takes
@@ -438,6 +438,14 @@ kiln_status kiln_cuda_launch_shared(kiln_cuda_backend *be, const kiln_node *node
 /* Device memory: cuMemAlloc of `bytes`, filled with be->poison when set. */
 kiln_status kiln_cuda_mem_alloc(kiln_cuda_backend *be, uint64_t bytes, const kiln_node *node,
                                 CUdeviceptr *out_ptr);
+/* Makes the plan-time device buffer *p of *have bytes (0, 0: none yet)
+ * hold at least `bytes`: a smaller one is freed (after the stream's work,
+ * which may still read it) and allocated anew with kiln_cuda_mem_alloc,
+ * *grown then true (also when that fails: *p is 0 then). Errors from the
+ * driver, annotated "<what> of N bytes" and naming node. */
+kiln_status kiln_cuda_mem_reserve(kiln_cuda_backend *be, CUdeviceptr *p, uint64_t *have,
+                                  uint64_t bytes, const kiln_node *node, const char *what,
+                                  bool *grown);
 
 /* cuBLAS: handle (in open) and its teardown; the f32 GEMM of a MUL_MAT
  * step of n_tokens > 1 (cuda_gemm.c). */

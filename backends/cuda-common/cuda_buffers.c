@@ -29,6 +29,25 @@ kiln_status kiln_cuda_mem_alloc(kiln_cuda_backend *be, uint64_t bytes, const kil
   return NULL;
 }
 
+kiln_status kiln_cuda_mem_reserve(kiln_cuda_backend *be, CUdeviceptr *p, uint64_t *have,
+                                  uint64_t bytes, const kiln_node *node, const char *what,
+                                  bool *grown) {
+  *grown = false;
+  if (bytes <= *have) return NULL;
+  if (*p) {
+    KILN_CU_CHECK(be->host, be->cu, node, StreamSynchronize(be->stream));
+    KILN_CU_CHECK(be->host, be->cu, node, MemFree(*p));
+    *p = 0;
+    *have = 0;
+  }
+  *grown = true;
+  KILN_RETURN_IF_ERROR(be->host->status_annotate(kiln_cuda_mem_alloc(be, bytes, node, p),
+                                                 "%s of %llu bytes", what,
+                                                 (unsigned long long)bytes));
+  *have = bytes;
+  return NULL;
+}
+
 kiln_status kiln_cuda_buffer_alloc(void *backend, const kiln_tensor *t, void **out_buf) {
   kiln_cuda_backend *be = backend;
   const kiln_host_api *host = be->host;

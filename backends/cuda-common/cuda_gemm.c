@@ -59,19 +59,9 @@ int64_t kiln_cuda_tile_rows(const kiln_cuda_backend *be, int64_t k, int64_t n) {
 
 kiln_status kiln_cuda_scratch_reserve(kiln_cuda_backend *be, uint64_t bytes,
                                       const kiln_node *node) {
-  if (bytes <= be->scratch_bytes) return NULL;
-  const kiln_cu *cu = be->cu;
-  if (be->scratch) {
-    KILN_CU_CHECK(be->host, cu, node, StreamSynchronize(be->stream));
-    KILN_CU_CHECK(be->host, cu, node, MemFree(be->scratch));
-    be->scratch = 0;
-    be->scratch_bytes = 0;
-  }
-  KILN_RETURN_IF_ERROR(be->host->status_annotate(
-      kiln_cuda_mem_alloc(be, bytes, node, &be->scratch), "the f32 weight tile of %llu bytes",
-      (unsigned long long)bytes));
-  be->scratch_bytes = bytes;
-  return NULL;
+  bool grown = false;
+  return kiln_cuda_mem_reserve(be, &be->scratch, &be->scratch_bytes, bytes, node,
+                               "the f32 weight tile", &grown);
 }
 
 kiln_status kiln_cuda_mul_mat_gemm(kiln_cuda_backend *be, const kiln_node *node,

@@ -216,10 +216,11 @@ static kiln_status run_attention_split(kiln_cuda_backend *be, const kiln_node *n
                            "the split-attention partials hold %llu bytes, fewer than it needs",
                            (unsigned long long)be->attn_part_bytes);
   CUdeviceptr xq = ns->merge_quant ? be->xq : 0, tickets = be->attn_tickets;
-  if (ns->attn_fused_merge && (!tickets || be->attn_tickets_n < (uint32_t)node->p.attention.n_head_kv))
+  if (ns->attn_fused_merge &&
+      (!tickets || be->attn_tickets_bytes < 4u * (uint64_t)node->p.attention.n_head_kv))
     return kiln_node_error(be->host, KILN_STATUS_INTERNAL, node,
-                           "the split-attention tickets cover %u KV heads, fewer than it needs",
-                           be->attn_tickets_n);
+                           "the split-attention tickets hold %llu bytes, fewer than it needs",
+                           (unsigned long long)be->attn_tickets_bytes);
   void *split_args[] = {&q, &kc, &vc, &part, &be->step_dev, &y, &xq, &tickets};
   KILN_RETURN_IF_ERROR(kiln_cuda_launch(be, node, "attention_split", ns->decode.fn,
                                         ns->attn_splits, (uint32_t)node->p.attention.n_head_kv,

@@ -118,55 +118,35 @@ static kiln_status prepare_mul_mat(kiln_cuda_backend *be, const kiln_node *node,
   return NULL;
 }
 
-/* Makes the quantized-activation scratch hold at least `bytes`. */
+/* Makes the quantized-activation scratch hold at least `bytes`; a new one
+ * holds no tensor's column yet. */
 static kiln_status xq_reserve(kiln_cuda_backend *be, uint64_t bytes, const kiln_node *node) {
-  if (bytes <= be->xq_bytes) return NULL;
-  if (be->xq) {
-    KILN_CU_CHECK(be->host, be->cu, node, StreamSynchronize(be->stream));
-    KILN_CU_CHECK(be->host, be->cu, node, MemFree(be->xq));
-    be->xq = 0;
-    be->xq_bytes = 0;
-  }
-  be->xq_of = NULL;
-  KILN_RETURN_IF_ERROR(be->host->status_annotate(kiln_cuda_mem_alloc(be, bytes, node, &be->xq),
-                                                 "the quantized-activation scratch of %llu bytes",
-                                                 (unsigned long long)bytes));
-  be->xq_bytes = bytes;
-  return NULL;
+  bool grown = false;
+  kiln_status st = kiln_cuda_mem_reserve(be, &be->xq, &be->xq_bytes, bytes, node,
+                                         "the quantized-activation scratch", &grown);
+  if (grown) be->xq_of = NULL;
+  return st;
 }
 
 /* Makes the split decode attention's partials hold at least `bytes`. */
 static kiln_status attn_part_reserve(kiln_cuda_backend *be, uint64_t bytes,
                                      const kiln_node *node) {
-  if (bytes <= be->attn_part_bytes) return NULL;
-  if (be->attn_part) {
-    KILN_CU_CHECK(be->host, be->cu, node, StreamSynchronize(be->stream));
-    KILN_CU_CHECK(be->host, be->cu, node, MemFree(be->attn_part));
-    be->attn_part = 0;
-    be->attn_part_bytes = 0;
-  }
-  KILN_RETURN_IF_ERROR(be->host->status_annotate(
-      kiln_cuda_mem_alloc(be, bytes, node, &be->attn_part),
-      "the split-attention partials of %llu bytes", (unsigned long long)bytes));
-  be->attn_part_bytes = bytes;
-  return NULL;
+  bool grown = false;
+  return kiln_cuda_mem_reserve(be, &be->attn_part, &be->attn_part_bytes, bytes, node,
+                               "the split-attention partials", &grown);
 }
 
-/* Makes the fused merge's tickets cover n KV heads, all zero. */
+/* Makes the fused merge's tickets cover n KV heads, a new buffer zeroed. */
 static kiln_status attn_tickets_reserve(kiln_cuda_backend *be, uint32_t n, const kiln_node *node) {
-  if (n <= be->attn_tickets_n) return NULL;
-  if (be->attn_tickets) {
-    KILN_CU_CHECK(be->host, be->cu, node, StreamSynchronize(be->stream));
-    KILN_CU_CHECK(be->host, be->cu, node, MemFree(be->attn_tickets));
-    be->attn_tickets = 0;
-    be->attn_tickets_n = 0;
-  }
-  KILN_RETURN_IF_ERROR(be->host->status_annotate(
-      kiln_cuda_mem_alloc(be, 4u * (uint64_t)n, node, &be->attn_tickets),
-      "the split-attention tickets of %u bytes", 4u * n));
-  KILN_CU_CHECK(be->host, be->cu, node, MemsetD32Async(be->attn_tickets, 0, n, be->stream));
-  be->attn_tickets_n = n;
-  return NULL;
+  bool grown = false;
+  KILN_RETURN_IF_ERROR(kiln_cuda_mem_reserve(be, &be->attn_tickets, &be->attn_tickets_bytes,
+                                             4u * (uint64_t)n, node,
+                                             "the split-attention tickets", &grown));
+  if (!grown) return NULL;
+  const CUresult r = be->cu->MemsetD32Async(be->attn_tickets, 0, n, be->stream);
+  if (r == CUDA_SUCCESS) return NULL;
+  be->attn_tickets_bytes = 0; /* not zeroed: the next prepare allocates again */
+  return kiln_cu_error(be->host, be->cu, r, "cuMemsetD32Async(tickets)", node);
 }
 
 /* ATTENTION for steps of one token: split-KV attention (attention_split
