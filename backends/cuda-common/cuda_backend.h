@@ -206,7 +206,8 @@ typedef struct kiln_cuda_node_state {
                             when per_block, its bq, is set, else one block per (head, token)) */
   kiln_cuda_fn bias;     /* MUL_MAT bias: bias_add, where the matvec does not add it */
   bool bias_fused;       /* MUL_MAT: the matvec adds the bias */
-  kiln_cuda_fn dequant;  /* MUL_MAT weight -> f32 tile for the GEMM */
+  kiln_cuda_fn dequant;  /* MUL_MAT weight -> the GEMM's tile (f32 or bf16 terms) */
+  kiln_cuda_fn gemm_input; /* MUL_MAT, 16-bit gemm modes: x -> the GEMM's bf16 operand */
   kiln_cuda_fn attn_merge; /* ATTENTION, one token: attention_merge after decode's attention_split
                               (fn NULL: decode merges itself or is the one-block-per-head kernel) */
   uint32_t attn_splits;    /* ATTENTION: attention_split's n_split, its grid's x; 0: no split */
@@ -257,10 +258,17 @@ typedef struct kiln_cuda_buffer {
 } kiln_cuda_buffer;
 
 typedef enum kiln_cuda_gemm_mode {
-  KILN_CUDA_GEMM_F32 = 0,  /* CUBLAS_COMPUTE_32F: IEEE f32 (the default, and parity's) */
-  KILN_CUDA_GEMM_TF32 = 1, /* CUBLAS_COMPUTE_32F_FAST_TF32: faster, ~1e-3 relative */
-  KILN_CUDA_GEMM_BF16 = 2  /* CUBLAS_COMPUTE_32F_FAST_16BF: fastest, ~1e-2 relative */
+  KILN_CUDA_GEMM_F32 = 0,   /* CUBLAS_COMPUTE_32F on f32 tiles: IEEE f32 (parity's) */
+  KILN_CUDA_GEMM_TF32 = 1,  /* CUBLAS_COMPUTE_32F_FAST_TF32 on f32 tiles: ~4e-4 relative */
+  KILN_CUDA_GEMM_BF16 = 2,  /* bf16 tiles and activations, f32 sums: ~3e-3 relative */
+  KILN_CUDA_GEMM_BF16X3 = 3 /* bf16 hi/lo terms, 3 K terms, f32 sums: ~6e-6 relative
+                               (gemm_operand.cuh) */
 } kiln_cuda_gemm_mode;
+
+/* The operand form of mode g's tiles ("f32", "bf16", "bf16x3") and the
+ * bf16 terms a value takes in them (0: f32 values). */
+const char *kiln_cuda_gemm_operand(kiln_cuda_gemm_mode g);
+unsigned kiln_cuda_gemm_terms(kiln_cuda_gemm_mode g);
 
 /* Loaded functions a backend remembers as safe to launch programmatically. */
 #define KILN_CUDA_MAX_PDL_FNS 512
@@ -323,9 +331,18 @@ typedef struct kiln_cuda_backend {
   /* cuBLAS (batched prefill), created in open() when the flavor has it. */
   cublasHandle_t blas;
   kiln_cuda_gemm_mode gemm;
-  uint64_t scratch_cap; /* most bytes the f32 weight tile may take */
+  uint64_t scratch_cap; /* most bytes the weight tile may take */
   CUdeviceptr scratch;  /* the tile, grown in prepare() */
   uint64_t scratch_bytes;
+  /* 16-bit gemm modes: the activations' operand (gemm_input), grown in
+   * prepare(); x16_of is the tensor whose first x16_cols columns it holds,
+   * valid for the pass numbered x16_pass (the Q/K/V and gate/up GEMMs of
+   * a layer share their input: one conversion). */
+  CUdeviceptr x16;
+  uint64_t x16_bytes;
+  const kiln_tensor *x16_of;
+  int32_t x16_cols;
+  uint64_t x16_pass;
   kiln_cuda_node_state *states; /* by node id */
   uint32_t n_states;
   /* Pinned host memory that downloads pass through (cuda_buffers.c). */
@@ -454,9 +471,13 @@ void kiln_cuda_blas_close(kiln_cuda_backend *be);
 kiln_status kiln_cuda_mul_mat_gemm(kiln_cuda_backend *be, const kiln_node *node,
                                    const kiln_cuda_node_state *ns, CUdeviceptr w, CUdeviceptr x,
                                    CUdeviceptr y, int32_t n_tokens);
-/* Makes the f32 tile hold at least `bytes` (at most be->scratch_cap). */
+/* Makes the weight tile hold at least `bytes` (at most be->scratch_cap). */
 kiln_status kiln_cuda_scratch_reserve(kiln_cuda_backend *be, uint64_t bytes,
                                       const kiln_node *node);
+/* Makes the activations' 16-bit operand hold at least `bytes`. */
+kiln_status kiln_cuda_x16_reserve(kiln_cuda_backend *be, uint64_t bytes, const kiln_node *node);
+/* Bytes of one tile row of a K-wide weight in be->gemm's operand form. */
+uint64_t kiln_cuda_tile_row_bytes(const kiln_cuda_backend *be, int64_t k);
 /* Rows of a K-wide weight one tile holds. */
 int64_t kiln_cuda_tile_rows(const kiln_cuda_backend *be, int64_t k, int64_t n);
 

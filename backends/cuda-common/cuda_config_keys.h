@@ -35,10 +35,12 @@
   {.name = "gemm",                                                            \
    .type = KILN_CONFIG_ENUM,                                                  \
    .default_value = "f32",                                                    \
-   .choices = "f32|tf32|bf16",                                                \
-   .help = "prefill GEMM arithmetic (cuBLAS compute type): f32 is IEEE f32 "  \
-           "and meets parity; tf32 and bf16 use tensor cores and LOWER "      \
-           "accuracy (about 1e-3 and 1e-2 relative)"}
+   .choices = "f32|tf32|bf16|bf16x3",                                         \
+   .help = "prefill GEMM arithmetic, all with f32 sums: f32 is IEEE f32 "     \
+           "(CUDA cores); tf32 and bf16 round the operands for tensor cores " \
+           "(LOWER accuracy: about 4e-4 and 3e-3 relative a GEMM); bf16x3 "   \
+           "keeps each operand as two bf16 terms (three products a pair, "    \
+           "about 6e-6 relative) on tensor cores"}
 
 #define KILN_CUDA_KEY_GEMM_SCRATCH                                            \
   {.name = "gemm_scratch_mib",                                                \
@@ -46,8 +48,9 @@
    .default_value = "256",                                                    \
    .min = 1,                                                                  \
    .max = 65536,                                                              \
-   .help = "largest f32 tile (MiB) a quantized weight is dequantized into "   \
-           "for the prefill GEMMs; larger weights go in several tiles"}
+   .help = "largest tile (MiB) a weight is dequantized into for the "        \
+           "prefill GEMMs (4 bytes a value, bf16 2, bf16x3 6); larger "       \
+           "weights go in several tiles"}
 
 #define KILN_CUDA_KEY_ACTIVATIONS                                             \
   {.name = "activations",                                                     \

@@ -1,12 +1,17 @@
 /* The batched prefill's MUL_MAT: Y[N, T] = W[K, N]^T X[K, T] as cuBLAS
- * GEMMs in f32. An F32 weight is multiplied where it lies; any other type
- * is dequantized, a tile of rows at a time, into an f32 scratch tile
- * (dequant_rows, bit-exact to core/dequant.c) that cuBLAS then reads.
+ * GEMMs with f32 outputs and f32 sums. The weight is dequantized, a tile
+ * of rows at a time, into a scratch tile (dequant_rows, bit-exact to
+ * core/dequant.c before it takes the operand form) that cuBLAS then reads;
+ * an F32 weight is multiplied where it lies in the f32 modes.
  *
- * Precision: the default gemm = f32 uses CUBLAS_COMPUTE_32F (IEEE f32
- * products and sums; no TF32), which keeps per-position logits within the
- * parity bar of the f64 reference; gemm = tf32 | bf16 ([cuda-batched],
- * [cuda-cc120]) trade that accuracy for tensor-core speed.
+ * Precision ([cuda-batched], [cuda-cc120] gemm): f32 (CUBLAS_COMPUTE_32F,
+ * pedantic: IEEE f32 products and sums, no TF32) and tf32 (the same f32
+ * tiles, CUBLAS_COMPUTE_32F_FAST_TF32) read f32 operands; bf16 and bf16x3
+ * read 16-bit ones (gemm_operand.cuh): the activations are converted once
+ * per node (gemm_input), the tile holds bf16 values, or for bf16x3 each
+ * value as a hi and a lo bf16 term in a GEMM of 3 K terms, whose products
+ * the tensor cores sum exactly in f32 (about 6e-6 relative to the f64
+ * product, against 4e-4 for tf32 and 3e-3 for bf16, on random rows).
  *
  * cuBLAS runs in the backend's context (the device's primary context, made
  * current at every entry) and on the backend's stream, so its work is
@@ -51,8 +56,21 @@ void kiln_cuda_blas_close(kiln_cuda_backend *be) {
   be->blas = NULL;
 }
 
+const char *kiln_cuda_gemm_operand(kiln_cuda_gemm_mode g) {
+  return g == KILN_CUDA_GEMM_BF16 ? "bf16" : g == KILN_CUDA_GEMM_BF16X3 ? "bf16x3" : "f32";
+}
+
+unsigned kiln_cuda_gemm_terms(kiln_cuda_gemm_mode g) {
+  return g == KILN_CUDA_GEMM_BF16 ? 1u : g == KILN_CUDA_GEMM_BF16X3 ? 3u : 0u;
+}
+
+uint64_t kiln_cuda_tile_row_bytes(const kiln_cuda_backend *be, int64_t k) {
+  const unsigned terms = kiln_cuda_gemm_terms(be->gemm);
+  return (uint64_t)k * (terms ? 2u * terms : 4u);
+}
+
 int64_t kiln_cuda_tile_rows(const kiln_cuda_backend *be, int64_t k, int64_t n) {
-  int64_t rows = (int64_t)(be->scratch_cap / ((uint64_t)k * sizeof(float)));
+  int64_t rows = (int64_t)(be->scratch_cap / kiln_cuda_tile_row_bytes(be, k));
   if (rows < 1) rows = 1;
   return rows < n ? rows : n;
 }
@@ -61,7 +79,15 @@ kiln_status kiln_cuda_scratch_reserve(kiln_cuda_backend *be, uint64_t bytes,
                                       const kiln_node *node) {
   bool grown = false;
   return kiln_cuda_mem_reserve(be, &be->scratch, &be->scratch_bytes, bytes, node,
-                               "the f32 weight tile", &grown);
+                               "the GEMM's weight tile", &grown);
+}
+
+kiln_status kiln_cuda_x16_reserve(kiln_cuda_backend *be, uint64_t bytes, const kiln_node *node) {
+  bool grown = false;
+  kiln_status st = kiln_cuda_mem_reserve(be, &be->x16, &be->x16_bytes, bytes, node,
+                                         "the GEMM's 16-bit activations", &grown);
+  if (grown) be->x16_of = NULL;
+  return st;
 }
 
 kiln_status kiln_cuda_mul_mat_gemm(kiln_cuda_backend *be, const kiln_node *node,
@@ -69,16 +95,43 @@ kiln_status kiln_cuda_mul_mat_gemm(kiln_cuda_backend *be, const kiln_node *node,
                                    CUdeviceptr y, int32_t n_tokens) {
   const kiln_tensor *wt = node->src[0];
   const int64_t k = wt->ne[0], n = wt->ne[1];
-  const bool direct = wt->type == KILN_TYPE_F32;
+  const unsigned terms = kiln_cuda_gemm_terms(be->gemm);
+  /* An F32 weight is multiplied where it lies, unless the mode wants bf16 terms. */
+  const bool direct = wt->type == KILN_TYPE_F32 && terms == 0;
   const int64_t tile = direct ? n : kiln_cuda_tile_rows(be, k, n);
   const int64_t row_bytes = kiln_type_row_bytes(wt->type, k);
-  if (!direct && (!ns->dequant.fn || (uint64_t)tile * (uint64_t)k * 4u > be->scratch_bytes))
+  const int64_t kk = terms ? (int64_t)terms * k : k; /* the GEMM's K */
+  if (!direct && (!ns->dequant.fn || (uint64_t)tile * kiln_cuda_tile_row_bytes(be, k) >
+                                         be->scratch_bytes))
     return be->host->status_new(KILN_STATUS_INTERNAL,
                                 "mul_mat node '%.*s': the weight tile was not prepared",
                                 KILN_NAME_MAX, node->name);
-  cublasComputeType_t compute = be->gemm == KILN_CUDA_GEMM_TF32   ? CUBLAS_COMPUTE_32F_FAST_TF32
-                                : be->gemm == KILN_CUDA_GEMM_BF16 ? CUBLAS_COMPUTE_32F_FAST_16BF
-                                                                  : CUBLAS_COMPUTE_32F;
+  if (terms && (!ns->gemm_input.fn ||
+                (uint64_t)kk * (uint64_t)n_tokens * 2u > be->x16_bytes || kk > INT32_MAX))
+    return be->host->status_new(KILN_STATUS_INTERNAL,
+                                "mul_mat node '%.*s': the 16-bit activations were not prepared",
+                                KILN_NAME_MAX, node->name);
+  cublasComputeType_t compute = be->gemm == KILN_CUDA_GEMM_TF32 ? CUBLAS_COMPUTE_32F_FAST_TF32
+                                                                : CUBLAS_COMPUTE_32F;
+  const cudaDataType_t in_type = terms ? CUDA_R_16BF : CUDA_R_32F;
+  CUdeviceptr b = x;
+  if (terms) { /* the activations' operand, once for every tile (and the next GEMM of x) */
+    const kiln_tensor *xt = node->src[1];
+    if (be->x16_of != xt || be->x16_pass != be->pass || be->x16_cols != n_tokens) {
+      CUdeviceptr dst = be->x16;
+      int cols = n_tokens;
+      void *args[] = {&x, &dst, &cols};
+      be->x16_of = NULL;
+      KILN_RETURN_IF_ERROR(kiln_cuda_launch(be, node, "gemm_input", ns->gemm_input.fn,
+                                            kiln_cuda_stride_grid((long long)k * n_tokens,
+                                                                  ns->gemm_input.block),
+                                            1, ns->gemm_input.block, args));
+      be->x16_of = xt;
+      be->x16_pass = be->pass;
+      be->x16_cols = n_tokens;
+    }
+    b = be->x16;
+  }
   const float one = 1.0f, zero = 0.0f;
   for (int64_t r0 = 0; r0 < n; r0 += tile) {
     int rows = (int)(n - r0 < tile ? n - r0 : tile);
@@ -89,22 +142,21 @@ kiln_status kiln_cuda_mul_mat_gemm(kiln_cuda_backend *be, const kiln_node *node,
       CUdeviceptr src = w + (CUdeviceptr)(r0 * row_bytes);
       CUdeviceptr dst = be->scratch;
       void *args[] = {&src, &dst, &rows};
-      long long items = (long long)rows * k / (wt->type == KILN_TYPE_F16 ||
-                                                       wt->type == KILN_TYPE_BF16
-                                                   ? 1
-                                                   : 8);
+      long long items = (long long)rows * k / (kiln_type_block_size(wt->type) > 1 ? 8 : 1);
       long long g = (items + ns->dequant.block - 1) / ns->dequant.block;
       KILN_RETURN_IF_ERROR(kiln_cuda_launch(be, node, "dequant_rows", ns->dequant.fn,
                                             (uint32_t)(g > 8192 ? 8192 : g < 1 ? 1 : g), 1,
                                             ns->dequant.block, args));
       a = be->scratch;
     }
-    /* Column-major view: the tile is A (k x rows, lda = k), X is B
-     * (k x T, ldb = k), Y is C (N x T, ldc = N): C[r0.., :] = A^T B. */
+    /* Column-major view: the tile is A (kk x rows, lda = kk), the
+     * activations B (kk x T, ldb = kk), Y is C (N x T, ldc = N):
+     * C[r0.., :] = A^T B. With bf16x3 each of A's rows is [hi | lo | hi]
+     * and each of B's columns [hi ; hi ; lo] (gemm_operand.cuh). */
     BLAS_CHECK(be, node,
-               cublasGemmEx(be->blas, CUBLAS_OP_T, CUBLAS_OP_N, rows, n_tokens, (int)k, &one,
-                            (const void *)(uintptr_t)a, CUDA_R_32F, (int)k,
-                            (const void *)(uintptr_t)x, CUDA_R_32F, (int)k, &zero,
+               cublasGemmEx(be->blas, CUBLAS_OP_T, CUBLAS_OP_N, rows, n_tokens, (int)kk, &one,
+                            (const void *)(uintptr_t)a, in_type, (int)kk,
+                            (const void *)(uintptr_t)b, in_type, (int)kk, &zero,
                             (void *)(uintptr_t)(y + (CUdeviceptr)r0 * 4u), CUDA_R_32F, (int)n,
                             compute, CUBLAS_GEMM_DEFAULT));
   }

@@ -128,6 +128,7 @@ static void backend_free(kiln_cuda_backend *be) {
   if (be->compiler) be->host->kcache_unregister_compiler(be->compiler);
   kiln_cuda_blas_close(be);
   if (be->scratch) cu->MemFree(be->scratch);
+  if (be->x16) cu->MemFree(be->x16);
   if (be->xq) cu->MemFree(be->xq);
   if (be->attn_part) cu->MemFree(be->attn_part);
   if (be->attn_tickets) cu->MemFree(be->attn_tickets);
@@ -207,9 +208,10 @@ static kiln_status read_config(kiln_cuda_backend *be, const kiln_config_section 
     if (!g || strcmp(g, "f32") == 0) be->gemm = KILN_CUDA_GEMM_F32;
     else if (strcmp(g, "tf32") == 0) be->gemm = KILN_CUDA_GEMM_TF32;
     else if (strcmp(g, "bf16") == 0) be->gemm = KILN_CUDA_GEMM_BF16;
+    else if (strcmp(g, "bf16x3") == 0) be->gemm = KILN_CUDA_GEMM_BF16X3;
     else
-      return host->status_new(KILN_STATUS_INVALID_ARGUMENT, "[%s] gemm = %s is not f32|tf32|bf16",
-                              fl->name, g);
+      return host->status_new(KILN_STATUS_INVALID_ARGUMENT,
+                              "[%s] gemm = %s is not f32|tf32|bf16|bf16x3", fl->name, g);
     be->scratch_cap = (uint64_t)host->cfg_int(cfg, "gemm_scratch_mib") << 20;
   }
   if (be->device < 0 || be->poison < -1 || be->poison > 255 || be->scratch_cap < (1u << 20))
@@ -328,10 +330,9 @@ kiln_status kiln_cuda_open(void *plugin, const kiln_config_section *cfg, void **
             be->act == KILN_CUDA_QUANT_NONE ? "f32" : kiln_cuda_quant_name(be->act), off,
             be->pdl ? "" : ", pdl off",
             fl->prefill == KILN_CUDA_PREFILL_BATCHED ? ", gemm " : "",
-            fl->prefill != KILN_CUDA_PREFILL_BATCHED   ? ""
-            : be->gemm == KILN_CUDA_GEMM_F32           ? "f32"
-            : be->gemm == KILN_CUDA_GEMM_TF32          ? "tf32"
-                                                       : "bf16");
+            fl->prefill != KILN_CUDA_PREFILL_BATCHED ? ""
+            : be->gemm == KILN_CUDA_GEMM_TF32        ? "tf32"
+                                                     : kiln_cuda_gemm_operand(be->gemm));
   *out_backend = be;
   return NULL;
 }

@@ -106,14 +106,25 @@ static kiln_status prepare_mul_mat(kiln_cuda_backend *be, const kiln_node *node,
     KILN_RETURN_IF_ERROR(get_fn(be, d, node, &ns->bias.fn));
     ns->bias.block = ELTWISE_BLOCK;
   }
-  if (batched && node->src[0]->type != KILN_TYPE_F32) {
-    /* cuBLAS multiplies f32: other weight types go through an f32 tile. */
-    KILN_RETURN_IF_ERROR(kiln_cuda_dequant_describe(host, be->compiler, node, ROWS_BLOCK, &d));
+  const unsigned terms = kiln_cuda_gemm_terms(be->gemm);
+  const int64_t k = node->src[0]->ne[0], n = node->src[0]->ne[1];
+  const char *operand = kiln_cuda_gemm_operand(be->gemm);
+  if (batched && (node->src[0]->type != KILN_TYPE_F32 || terms)) {
+    /* cuBLAS reads the weight through a tile in the GEMM's operand form,
+     * except an F32 weight in the f32 modes. */
+    KILN_RETURN_IF_ERROR(kiln_cuda_dequant_describe(host, be->compiler, node, operand, ROWS_BLOCK, &d));
     KILN_RETURN_IF_ERROR(get_fn(be, d, node, &ns->dequant.fn));
     ns->dequant.block = ROWS_BLOCK;
-    int64_t k = node->src[0]->ne[0], n = node->src[0]->ne[1];
     KILN_RETURN_IF_ERROR(kiln_cuda_scratch_reserve(
-        be, (uint64_t)kiln_cuda_tile_rows(be, k, n) * (uint64_t)k * sizeof(float), node));
+        be, (uint64_t)kiln_cuda_tile_rows(be, k, n) * kiln_cuda_tile_row_bytes(be, k), node));
+  }
+  if (batched && terms) {
+    /* The activations' operand: every column the input can hold. */
+    KILN_RETURN_IF_ERROR(kiln_cuda_gemm_input_describe(host, be->compiler, node, operand, ELTWISE_BLOCK, &d));
+    KILN_RETURN_IF_ERROR(get_fn(be, d, node, &ns->gemm_input.fn));
+    ns->gemm_input.block = ELTWISE_BLOCK;
+    KILN_RETURN_IF_ERROR(kiln_cuda_x16_reserve(
+        be, (uint64_t)terms * (uint64_t)k * (uint64_t)node->src[1]->ne[1] * 2u, node));
   }
   return NULL;
 }

@@ -37,11 +37,12 @@ static kiln_status run_alone(kiln_cuda_backend *be, const kiln_step *step, const
     }
     KILN_RETURN_IF_ERROR(kiln_cuda_prof_end(be, ns->prof_fused[0]));
   }
-  /* A node that overwrites the tensor the scratch holds makes it stale:
+  /* A node that overwrites the tensor a scratch holds makes it stale:
    * cleared before the launch, so that a launch which writes its output
    * quantized too (attention_merge) can say so. A matvec_q's own input,
    * just quantized above, is never its output. */
   if (be->xq_of == node->dst) be->xq_of = NULL;
+  if (be->x16_of == node->dst) be->x16_of = NULL;
   KILN_RETURN_IF_ERROR(kiln_cuda_prof_begin(be));
   st = kiln_cuda_node_launch(be, &nb, n, col, pos);
   if (st) {

@@ -130,30 +130,65 @@ static const kiln_ktemplate matvec = {
             "through shared memory, dequantized in registers, f32 sums, the bias fused",
 };
 
+/* The GEMM operand form both prefill-operand templates bake. */
+#define GEMM_OPERAND_PARAM                                                        \
+  {"operand", KILN_KPARAM_STR, KILN_KPARAM_BAKED,                                 \
+   "the GEMM's operand form ([<plugin>] gemm): f32, bf16, or bf16x3 (hi and lo " \
+   "bf16 terms, three K terms a value)"}
+
 static const char dequant_rows_source[] =
 #include "grid_dep.cuh.inc"
 #include "wtype_select.cuh.inc"
 #include "wtype_common.cuh.inc"
+#include "gemm_operand.cuh.inc"
 #include "dequant_rows.cu.inc"
     ;
 
 static const kiln_kparam_decl dequant_rows_params[] = {
     {"w_type", KILN_KPARAM_DTYPE, KILN_KPARAM_BAKED, "the weight's type"},
     {"k", KILN_KPARAM_I64, KILN_KPARAM_BAKED, "row length K: the weight's ne0"},
+    GEMM_OPERAND_PARAM,
     BLOCK_SIZE_PARAM,
     {"w", KILN_KPARAM_PTR, KILN_KPARAM_RUNTIME, "the first weight row of the tile"},
-    {"y", KILN_KPARAM_PTR, KILN_KPARAM_RUNTIME, "f32 tile [k, n_rows]"},
+    {"y", KILN_KPARAM_PTR, KILN_KPARAM_RUNTIME,
+     "the tile: n_rows rows of k f32 or bf16, or of 3 k bf16 (bf16x3)"},
     {"n_rows", KILN_KPARAM_I32, KILN_KPARAM_RUNTIME, "rows in the tile"},
 };
 
 static const kiln_ktemplate dequant_rows = {
     .name = KILN_CUDA_T_DEQUANT_ROWS,
-    .version = 1,
+    .version = 2,
     .entry = "kiln_dequant_rows",
     .source = dequant_rows_source,
     .params = dequant_rows_params,
     .n_params = sizeof dequant_rows_params / sizeof dequant_rows_params[0],
-    .help = "weight rows to an f32 tile for the prefill GEMMs (bit-exact to core/dequant.c)",
+    .help = "weight rows to the prefill GEMM's tile (bit-exact to core/dequant.c, then f32, "
+            "bf16 or the bf16x3 split)",
+};
+
+static const char gemm_input_source[] =
+#include "grid_dep.cuh.inc"
+#include "gemm_operand.cuh.inc"
+#include "gemm_input.cu.inc"
+    ;
+
+static const kiln_kparam_decl gemm_input_params[] = {
+    {"k", KILN_KPARAM_I64, KILN_KPARAM_BAKED, "values per column: the weight's K"},
+    GEMM_OPERAND_PARAM,
+    BLOCK_SIZE_PARAM,
+    {"x", KILN_KPARAM_PTR, KILN_KPARAM_RUNTIME, "f32 [k, n_cols]"},
+    {"y", KILN_KPARAM_PTR, KILN_KPARAM_RUNTIME, "bf16 [k, n_cols], or [3 k, n_cols] (bf16x3)"},
+    {"n_cols", KILN_KPARAM_I32, KILN_KPARAM_RUNTIME, "columns (tokens) in this launch"},
+};
+
+static const kiln_ktemplate gemm_input = {
+    .name = KILN_CUDA_T_GEMM_INPUT,
+    .version = 1,
+    .entry = "kiln_gemm_input",
+    .source = gemm_input_source,
+    .params = gemm_input_params,
+    .n_params = sizeof gemm_input_params / sizeof gemm_input_params[0],
+    .help = "the prefill GEMM's activations to its 16-bit operand (bf16, or the bf16x3 split)",
 };
 
 static const char bias_add_source[] =
@@ -671,7 +706,7 @@ static const kiln_ktemplate rope_store = {
 
 const kiln_ktemplate *const kiln_cuda_templates[] = {
     &rmsnorm_row_vec, &rmsnorm_rows, &rmsnorm_row_cc12, &matvec,   &dequant_rows,
-    &bias_add,        &get_rows,     &rope,             &attention, &swiglu,
+    &gemm_input,      &bias_add,        &get_rows,     &rope,             &attention, &swiglu,
     &add,             &store_kv,     &quantize,         &matvec_q,  &add_rmsnorm,
     &swiglu_q,        &rope_store,   &attention_split,  &attention_merge, &flash_attention,
     /* qwen35 */

@@ -30,7 +30,9 @@ kiln_cuda_template_files = \
 	backends/cuda-common/kernels/wtype_select.cuh.tmpl \
 	backends/cuda-common/kernels/wtype_common.cuh.tmpl \
 	backends/cuda-common/kernels/matvec.cu.tmpl \
+	backends/cuda-common/kernels/gemm_operand.cuh.tmpl \
 	backends/cuda-common/kernels/dequant_rows.cu.tmpl \
+	backends/cuda-common/kernels/gemm_input.cu.tmpl \
 	backends/cuda-common/kernels/bias_add.cu.tmpl \
 	backends/cuda-common/kernels/get_rows.cu.tmpl \
 	backends/cuda-common/kernels/rope_common.cuh.tmpl \

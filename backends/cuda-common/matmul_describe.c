@@ -3,6 +3,8 @@
  * the weight tensor, the bias type and length from the bias tensor. */
 #include "config.h"
 
+#include <string.h>
+
 #include "kernel_templates.h"
 #include "node_check.h"
 #include "op_describe.h"
@@ -40,17 +42,45 @@ kiln_status kiln_cuda_matvec_describe(const kiln_host_api *host, kiln_kcompiler 
   return kiln_cuda_describe_finish(host, st, d, node, out_desc);
 }
 
+/* The operand forms the prefill GEMM knows; `sixteen` asks for a 16-bit one. */
+static kiln_status check_operand(const kiln_host_api *host, const kiln_node *node,
+                                 const char *operand, bool sixteen) {
+  if (operand && ((!sixteen && strcmp(operand, "f32") == 0) || strcmp(operand, "bf16") == 0 ||
+                  strcmp(operand, "bf16x3") == 0))
+    return NULL;
+  return kiln_node_error(host, KILN_STATUS_INVALID_ARGUMENT, node, "GEMM operand %s is not %s",
+                         operand ? operand : "(none)", sixteen ? "bf16 or bf16x3" : "f32, bf16 or bf16x3");
+}
+
 kiln_status kiln_cuda_dequant_describe(const kiln_host_api *host, kiln_kcompiler *compiler,
-                                       const kiln_node *node, uint32_t block_size,
-                                       kiln_kdesc **out_desc) {
+                                       const kiln_node *node, const char *operand,
+                                       uint32_t block_size, kiln_kdesc **out_desc) {
   KILN_RETURN_IF_ERROR(kiln_cuda_node_check(host, node));
   if (node->op != KILN_OP_MUL_MAT)
     return kiln_node_error(host, KILN_STATUS_INVALID_ARGUMENT, node, "not a mul_mat");
+  KILN_RETURN_IF_ERROR(check_operand(host, node, operand, false));
   KILN_RETURN_IF_ERROR(kiln_cuda_describe_check_threads(host, node, "block_size", block_size, 32, 1024, true));
   kiln_kdesc *d = NULL;
   KILN_RETURN_IF_ERROR(host->kdesc_new(compiler, KILN_CUDA_T_DEQUANT_ROWS, &d));
   kiln_status st = host->kdesc_set_dtype(d, "w_type", node->src[0]->type);
   if (!st) st = host->kdesc_set_i64(d, "k", node->src[0]->ne[0]);
+  if (!st) st = host->kdesc_set_str(d, "operand", operand);
+  if (!st) st = host->kdesc_set_i64(d, "block_size", block_size);
+  return kiln_cuda_describe_finish(host, st, d, node, out_desc);
+}
+
+kiln_status kiln_cuda_gemm_input_describe(const kiln_host_api *host, kiln_kcompiler *compiler,
+                                          const kiln_node *node, const char *operand,
+                                          uint32_t block_size, kiln_kdesc **out_desc) {
+  KILN_RETURN_IF_ERROR(kiln_cuda_node_check(host, node));
+  if (node->op != KILN_OP_MUL_MAT)
+    return kiln_node_error(host, KILN_STATUS_INVALID_ARGUMENT, node, "not a mul_mat");
+  KILN_RETURN_IF_ERROR(check_operand(host, node, operand, true));
+  KILN_RETURN_IF_ERROR(kiln_cuda_describe_check_threads(host, node, "block_size", block_size, 32, 1024, true));
+  kiln_kdesc *d = NULL;
+  KILN_RETURN_IF_ERROR(host->kdesc_new(compiler, KILN_CUDA_T_GEMM_INPUT, &d));
+  kiln_status st = host->kdesc_set_i64(d, "k", node->src[0]->ne[0]);
+  if (!st) st = host->kdesc_set_str(d, "operand", operand);
   if (!st) st = host->kdesc_set_i64(d, "block_size", block_size);
   return kiln_cuda_describe_finish(host, st, d, node, out_desc);
 }

@@ -65,12 +65,20 @@ kiln_status kiln_cuda_matvec_describe(const kiln_host_api *host, kiln_kcompiler 
                                       const kiln_node *node, const kiln_cuda_matvec_shape *shape,
                                       kiln_kdesc **out_desc);
 
-/* MUL_MAT, prefill: the weight's rows to an f32 tile (dequant_rows) with
- * block_size threads per block; arguments (w + row0 * row_bytes, tile,
- * n_rows). */
+/* MUL_MAT, prefill: the weight's rows to the GEMM's tile (dequant_rows)
+ * in the operand form `operand` ("f32", "bf16", "bf16x3": gemm_operand.cuh)
+ * with block_size threads per block; arguments (w + row0 * row_bytes,
+ * tile, n_rows). */
 kiln_status kiln_cuda_dequant_describe(const kiln_host_api *host, kiln_kcompiler *compiler,
-                                       const kiln_node *node, uint32_t block_size,
-                                       kiln_kdesc **out_desc);
+                                       const kiln_node *node, const char *operand,
+                                       uint32_t block_size, kiln_kdesc **out_desc);
+
+/* MUL_MAT, prefill: its input's columns to the GEMM's 16-bit operand
+ * (gemm_input; operand "bf16" or "bf16x3") with block_size threads per
+ * block; arguments (x, operand buffer, n_cols). */
+kiln_status kiln_cuda_gemm_input_describe(const kiln_host_api *host, kiln_kcompiler *compiler,
+                                          const kiln_node *node, const char *operand,
+                                          uint32_t block_size, kiln_kdesc **out_desc);
 
 /* MUL_MAT with a bias (src2): bias_add with the bias's type and length;
  * arguments (b, y, n_cols). KILN_STATUS_INVALID_ARGUMENT when the node has

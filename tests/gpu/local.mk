@@ -123,6 +123,19 @@ tests_unit_test_store_kv_host_CXXFLAGS = $(CMOCKA_CFLAGS) -I$(top_srcdir)/tests 
 	-Wall -Wextra -Wno-unknown-pragmas -Wno-unused-parameter
 tests_unit_test_store_kv_host_LDADD = $(kiln_gpu_test_libs)
 
+# The prefill GEMM's operand kernels (dequant_rows, gemm_input) on the
+# host, the same way: every weight type's tile in each operand form.
+check_PROGRAMS += tests/unit/test_gemm_operand_host
+TESTS += tests/unit/test_gemm_operand_host
+tests_unit_test_gemm_operand_host_SOURCES = tests/unit/test_gemm_operand_host.cc \
+	tests/unit/cuda_block_emu.h tests/unit/dequant_host_shape.h
+tests_unit_test_gemm_operand_host_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/tests/gpu \
+	-I$(top_srcdir)/backends/cuda-common/kernels
+tests_unit_test_gemm_operand_host_CXXFLAGS = $(CMOCKA_CFLAGS) -I$(top_srcdir)/tests -std=gnu++17 \
+	-O2 -fno-strict-aliasing -Wall -Wextra -Wno-unknown-pragmas -Wno-unused-parameter \
+	-Wno-unused-function
+tests_unit_test_gemm_operand_host_LDADD = $(kiln_gpu_test_libs)
+
 # CI-side checks of the CUDA code that need no device: the plugins load
 # and report themselves (libkiln only, through the loader), and every
 # template compiles with NVRTC for sm_90 / sm_120 / sm_121.

@@ -11,6 +11,8 @@
  *     (test_gpu_bounds has the weights that end exactly where their
  *     allocation ends);
  *   - MUL_MAT for every weight type, with and without bias, T = 1 and 5;
+ *     the batched flavors' prefill GEMM in each gemm mode (bf16x3, tf32,
+ *     bf16) within that mode's accuracy, over several tiles;
  *   - attention whose raw q.k reaches 115200 (finite, equal to cpu's),
  *     and random GQA attention at several head sizes;
  *   - RoPE NORM / NEOX (partial rotation too), GET_ROWS of every type
@@ -198,75 +200,121 @@ static int compare_poisons(mv_result res[2][KG_N_BACKENDS][N_MV_TYPES][N_MV_KS][
 
 /* ---- MUL_MAT of every type, with bias ---------------------------------------- */
 
+/* One MUL_MAT of a K x N `type` weight on T tokens (bias of btype, or
+ * none: KILN_TYPE_COUNT) on backend be against f64 of the dequantized
+ * weight: every token column within tol (rel L2 and norm ratio). The
+ * number of failures (0 or 1). */
+static int mul_mat_case(kiln_backend *be, kiln_type type, int64_t K, int64_t N, int32_t T,
+                        kiln_type btype, uint64_t seed, double tol, const char *mode) {
+  const int64_t CAP = T > 6 ? T : 6;
+  const bool has_bias = btype != KILN_TYPE_COUNT;
+  kg_rng r = kg_rng_new(seed);
+  kg_op op;
+  memset(&op, 0, sizeof op);
+  op.n_tensors = 4;
+  const kiln_type bt = has_bias ? btype : KILN_TYPE_F32;
+  op.t[0] = kg_tensor(0, type, KILN_ROLE_WEIGHT, K, N, 0, "blk.1.attn_q.weight");
+  op.t[1] = kg_tensor(1, KILN_TYPE_F32, KILN_ROLE_ACTIVATION, K, CAP, 0, "x");
+  op.t[2] = kg_tensor(2, bt, KILN_ROLE_WEIGHT, N, 1, 0, "blk.1.attn_q.bias");
+  op.t[3] = kg_tensor(3, KILN_TYPE_F32, KILN_ROLE_ACTIVATION, N, CAP, 0, "q");
+  uint8_t *w = kg_pack_weight(type, K, N, 0, 0, &r);
+  uint8_t *bias = kg_pack_weight(bt, N, 1, 0, 0, &r);
+  float *x = kg_alloc((size_t)(K * CAP) * sizeof(float));
+  kg_fill(&r, x, K * CAP, -1, 1);
+  for (int64_t i = 0; i < K * CAP; i += 41) x[i] *= 30.0f; /* outliers */
+  float *y = kg_alloc(op.t[3].nbytes);
+  op.data[0] = w;
+  op.data[1] = x;
+  op.data[2] = bias;
+  op.node.op = KILN_OP_MUL_MAT;
+  op.node.src[0] = &op.t[0];
+  op.node.src[1] = &op.t[1];
+  op.node.src[2] = has_bias ? &op.t[2] : NULL;
+  op.node.dst = &op.t[3];
+  snprintf(op.node.name, sizeof op.node.name, "blk.1.attn_q");
+  int bad = 0;
+  kiln_status st = kg_run_op(be, &op, T, 0, y);
+  if (st) {
+    printf("  FAIL %s %s %s: %s\n", be->name, mode, kiln_type_name(type), kiln_status_message(st));
+    kiln_status_free(st);
+    bad = 1;
+  } else {
+    float *wv = kg_dequant(type, w, K, N), *bv = kg_dequant(bt, bias, N, 1);
+    double worst = 0, worst_ratio = 0;
+    double *ref = kg_alloc((size_t)N * sizeof(double));
+    for (int32_t t = 0; t < T; t++) {
+      for (int64_t n = 0; n < N; n++) {
+        ref[n] = has_bias ? bv[n] : 0.0;
+        for (int64_t k = 0; k < K; k++) ref[n] += (double)wv[n * K + k] * x[t * K + k];
+      }
+      kg_metrics m = kg_compare_f64(y + t * N, ref, N);
+      if (m.rel_l2 > worst) worst = m.rel_l2;
+      if (fabs(m.norm_ratio - 1) > worst_ratio) worst_ratio = fabs(m.norm_ratio - 1);
+      if (!kg_close(&m, tol)) bad = 1;
+    }
+    printf("  %-12s %-6s mul_mat %-4s %lldx%lld T=%d%s: max rel L2 %.3e, max |ratio-1| %.3e%s\n",
+           be->name, mode, kiln_type_name(type), (long long)K, (long long)N, T,
+           !has_bias ? "" : btype == KILN_TYPE_F32 ? " + F32 bias" : " + F16 bias", worst,
+           worst_ratio, bad ? "  FAIL" : "");
+    free(ref);
+    free(wv);
+    free(bv);
+  }
+  free(y);
+  free(x);
+  free(bias);
+  free(w);
+  return bad;
+}
+
 static void test_mul_mat_every_type(void **state) {
   kiln_runtime *rt = kg_runtime_mode("f32", true, NULL, 0);
   int bad = 0;
-  const int64_t K = 512, N = 37, CAP = 6;
   for (int b = 0; b < KG_N_BACKENDS; b++) {
     kiln_backend *be = kg_backend_open(rt, kg_backends[b]);
     for (size_t ti = 0; ti < N_TYPES; ti++)
-      for (int variant = 0; variant < 3; variant++) {
-        /* 0: T=1 no bias; 1: T=5 F32 bias; 2: T=5 F16 bias */
-        const kiln_type type = all_types[ti];
-        const int32_t T = variant ? 5 : 1;
-        kg_rng r = kg_rng_new(500 + ti * 3 + (size_t)variant);
-        kg_op op;
-        memset(&op, 0, sizeof op);
-        op.n_tensors = 4;
-        kiln_type btype = variant == 2 ? KILN_TYPE_F16 : KILN_TYPE_F32;
-        op.t[0] = kg_tensor(0, type, KILN_ROLE_WEIGHT, K, N, 0, "blk.1.attn_q.weight");
-        op.t[1] = kg_tensor(1, KILN_TYPE_F32, KILN_ROLE_ACTIVATION, K, CAP, 0, "x");
-        op.t[2] = kg_tensor(2, btype, KILN_ROLE_WEIGHT, N, 1, 0, "blk.1.attn_q.bias");
-        op.t[3] = kg_tensor(3, KILN_TYPE_F32, KILN_ROLE_ACTIVATION, N, CAP, 0, "q");
-        uint8_t *w = kg_pack_weight(type, K, N, 0, 0, &r);
-        uint8_t *bias = kg_pack_weight(btype, N, 1, 0, 0, &r);
-        float *x = kg_alloc((size_t)(K * CAP) * sizeof(float));
-        kg_fill(&r, x, K * CAP, -1, 1);
-        float *y = kg_alloc(op.t[3].nbytes);
-        op.data[0] = w;
-        op.data[1] = x;
-        op.data[2] = bias;
-        op.node.op = KILN_OP_MUL_MAT;
-        op.node.src[0] = &op.t[0];
-        op.node.src[1] = &op.t[1];
-        op.node.src[2] = variant ? &op.t[2] : NULL;
-        op.node.dst = &op.t[3];
-        snprintf(op.node.name, sizeof op.node.name, "blk.1.attn_q");
-        kiln_status st = kg_run_op(be, &op, T, 0, y);
-        if (st) {
-          printf("  FAIL %s %s: %s\n", be->name, kiln_type_name(type), kiln_status_message(st));
-          kiln_status_free(st);
-          bad++;
-        } else {
-          float *wv = kg_dequant(type, w, K, N), *bv = kg_dequant(btype, bias, N, 1);
-          double worst = 0;
-          bool ok = true;
-          for (int32_t t = 0; t < T; t++) {
-            double ref[64];
-            for (int64_t n = 0; n < N; n++) {
-              ref[n] = variant ? bv[n] : 0.0;
-              for (int64_t k = 0; k < K; k++) ref[n] += (double)wv[n * K + k] * x[t * K + k];
-            }
-            kg_metrics m = kg_compare_f64(y + t * N, ref, N);
-            if (m.rel_l2 > worst) worst = m.rel_l2;
-            if (!kg_close(&m, 1e-5)) ok = false;
-          }
-          printf("  %-12s mul_mat %-4s T=%d%s: max rel L2 %.3e%s\n", be->name,
-                 kiln_type_name(type), T,
-                 variant == 0 ? "" : variant == 1 ? " + F32 bias" : " + F16 bias", worst,
-                 ok ? "" : "  FAIL");
-          if (!ok) bad++;
-          free(wv);
-          free(bv);
-        }
-        free(y);
-        free(x);
-        free(bias);
-        free(w);
-      }
+      for (int variant = 0; variant < 3; variant++) /* 0: T=1 no bias; 1: T=5 F32 bias; 2: F16 */
+        bad += mul_mat_case(be, all_types[ti], 512, 37, variant ? 5 : 1,
+                            variant == 0   ? KILN_TYPE_COUNT
+                            : variant == 1 ? KILN_TYPE_F32
+                                           : KILN_TYPE_F16,
+                            500 + ti * 3 + (size_t)variant, 1e-5, "f32");
     kiln_backend_close(be);
   }
   kiln_runtime_free(rt);
+  assert_int_equal(bad, 0);
+}
+
+/* The batched flavors' prefill GEMM in every gemm mode, every weight type,
+ * against f64, each within its mode's accuracy (cuda_gemm.c): bf16x3 as
+ * close as f32, tf32 and bf16 within their coarser bounds; a 1 MiB tile
+ * makes a 700-row weight take several tiles, and K = 100 (F32, F16, BF16)
+ * rows that are no multiple of 8. */
+static void test_mul_mat_gemm_modes(void **state) {
+  static const char *const modes[] = {"bf16x3", "tf32", "bf16"};
+  static const double tols[] = {2e-5, 2e-3, 1.5e-2};
+  int bad = 0;
+  for (size_t mi = 0; mi < 3; mi++) {
+    const kiln_config_override ov[] = {
+        {"cuda-batched", "gemm", modes[mi], "test"},
+        {"cuda-cc120", "gemm", modes[mi], "test"},
+        {"cuda-batched", "gemm_scratch_mib", "1", "test"},
+        {"cuda-cc120", "gemm_scratch_mib", "1", "test"},
+    };
+    kiln_runtime *rt = kg_runtime_mode("f32", true, ov, 4);
+    for (int b = 0; b < KG_N_BACKENDS; b++) {
+      if (strcmp(kg_backends[b], "cuda-serial") == 0) continue; /* no GEMM: one token at a time */
+      kiln_backend *be = kg_backend_open(rt, kg_backends[b]);
+      for (size_t ti = 0; ti < N_TYPES; ti++) {
+        const kiln_type t = all_types[ti];
+        bad += mul_mat_case(be, t, 512, 700, 9, KILN_TYPE_F32, 900 + ti, tols[mi], modes[mi]);
+        if (!kiln_type_is_quantized(t))
+          bad += mul_mat_case(be, t, 100, 37, 3, KILN_TYPE_COUNT, 950 + ti, tols[mi], modes[mi]);
+      }
+      kiln_backend_close(be);
+    }
+    kiln_runtime_free(rt);
+  }
   assert_int_equal(bad, 0);
 }
 
@@ -615,6 +663,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_quantized_matvec_poison),
       cmocka_unit_test(test_mul_mat_every_type),
+      cmocka_unit_test(test_mul_mat_gemm_modes),
       cmocka_unit_test(test_attention),
       cmocka_unit_test(test_rope_norm_eltwise),
       cmocka_unit_test(test_get_rows),

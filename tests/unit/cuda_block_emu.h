@@ -14,7 +14,7 @@
  * static is the running block's shared memory); dynamic shared memory
  * (KILN_DYNAMIC_SHARED, the templates' spelling of extern __shared__) as
  * one buffer of the launch's size, filled with NaN bytes before each
- * block so a read of a float no thread stored shows; float4; the
+ * block so a read of a float no thread stored shows; float4, uint2, uint4; the
  * qualifiers as nothing. Scheduling is cooperative and deterministic: a thread runs
  * until it waits at a barrier or returns, so it is no race detector (a
  * missing barrier may go unseen here; compute-sanitizer's racecheck sees
@@ -194,6 +194,12 @@ static inline float4 make_float4(float x, float y, float z, float w) { return fl
 struct alignas(8) uint2 {
   unsigned x, y;
 };
+struct alignas(16) uint4 {
+  unsigned x, y, z, w;
+};
+static inline uint4 make_uint4(unsigned x, unsigned y, unsigned z, unsigned w) {
+  return uint4{x, y, z, w};
+}
 
 static inline void __syncthreads() {
   const unsigned gen = kiln_emu::S.block_gen;

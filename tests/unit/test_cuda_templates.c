@@ -132,6 +132,9 @@ static void set_kv(nodes *g, kiln_type t) {
 
 static const kiln_type kv_types[] = {KILN_TYPE_F16, KILN_TYPE_BF16, KILN_TYPE_Q8_0};
 
+/* The prefill GEMM's operand forms (gemm_operand.cuh), f32 first. */
+static const char *const operands[] = {"f32", "bf16", "bf16x3"};
+
 static unsigned n_checked;
 
 /* Resolves d and checks its PTX: entry, exact target, the arch line. */
@@ -277,14 +280,20 @@ static void compile_all(kiln_kcompiler *c, const char *arch) {
         KT_ASSERT_OK(kiln_cuda_matvec_describe(h, c, &g->mm_ff, &mv[f], &d));
         check_kernel(d, &g->mm_ff, arch);
       }
-      if (all_types[ti] != KILN_TYPE_F32) {
-        KT_ASSERT_OK(kiln_cuda_dequant_describe(h, c, &g->mm_q, 256, &d));
+      /* the prefill tile in every gemm mode's operand form (an F32 weight
+       * is read where it lies in the f32 modes) */
+      for (size_t o = all_types[ti] == KILN_TYPE_F32 ? 1 : 0; o < 3; o++) {
+        KT_ASSERT_OK(kiln_cuda_dequant_describe(h, c, &g->mm_q, operands[o], 256, &d));
         check_kernel(d, &g->mm_q, arch);
       }
       compile_matvec_q(c, g, arch);
       if (ti == 0) { /* the type-independent kernels once per shape */
         KT_ASSERT_OK(kiln_cuda_bias_describe(h, c, &g->mm_q, 256, &d));
         check_kernel(d, &g->mm_q, arch);
+        for (size_t o = 1; o < 3; o++) {
+          KT_ASSERT_OK(kiln_cuda_gemm_input_describe(h, c, &g->mm_ff, operands[o], 256, &d));
+          check_kernel(d, &g->mm_ff, arch);
+        }
         for (size_t v = 0; v < 3; v++) {
           KT_ASSERT_OK(kiln_cuda_rmsnorm_describe(h, c, variants[v], &g->rms_norm, &d, NULL));
           check_kernel(d, &g->rms_norm, arch);
@@ -899,6 +908,58 @@ static void test_kv_type_baked(void **state) {
   kiln_kcache_close(kc);
 }
 
+/* The GEMM operand form is baked: in the canonical form, and each form
+ * its own key and PTX, in dequant_rows (Q4_K and F32 weights) and
+ * gemm_input; forms a template cannot take are refused. */
+static void test_gemm_operand_baked(void **state) {
+  (void)state;
+  const kiln_host_api *h = kt_kcache_host();
+  kiln_kcache *kc = kt_kcache_open(NULL, NULL);
+  kiln_nvrtc nv;
+  kiln_kcompiler *c = NULL;
+  KT_ASSERT_OK(kiln_cuda_templates_register(h, kc));
+  KT_ASSERT_OK(kiln_nvrtc_register(&nv, h, kc, "sm_90", &c));
+  nodes *g = malloc(sizeof *g);
+  static const kiln_type wtypes[] = {KILN_TYPE_Q4_K, KILN_TYPE_F32};
+  compiled out[3];
+  char want[64], what[96];
+  for (size_t t = 0; t < 2; t++) {
+    build(g, &shapes[1], wtypes[t]);
+    for (size_t o = 0; o < 3; o++) {
+      kiln_kdesc *d = NULL;
+      KT_ASSERT_OK(kiln_cuda_dequant_describe(h, c, &g->mm_q, operands[o], 256, &d));
+      snprintf(want, sizeof want, "param operand str %s\n", operands[o]);
+      assert_canon_has(d, want);
+      out[o] = compile_desc(d, &g->mm_q);
+    }
+    for (size_t a = 0; a < 3; a++)
+      for (size_t b = a + 1; b < 3; b++) {
+        snprintf(what, sizeof what, "dequant_rows %s operand %s / %s", kiln_type_name(wtypes[t]),
+                 operands[a], operands[b]);
+        assert_differ(&out[a], &out[b], what);
+      }
+    for (size_t o = 0; o < 3; o++) free(out[o].ptx);
+  }
+  for (size_t o = 1; o < 3; o++) {
+    kiln_kdesc *d = NULL;
+    KT_ASSERT_OK(kiln_cuda_gemm_input_describe(h, c, &g->mm_ff, operands[o], 256, &d));
+    snprintf(want, sizeof want, "param operand str %s\n", operands[o]);
+    assert_canon_has(d, want);
+    assert_canon_has(d, "param k i64 18944\n"); /* ffn_down's K */
+    out[o] = compile_desc(d, &g->mm_ff);
+  }
+  assert_differ(&out[1], &out[2], "gemm_input operand bf16 / bf16x3");
+  free(out[1].ptx);
+  free(out[2].ptx);
+  kiln_kdesc *d = NULL;
+  KT_ASSERT_ERR(kiln_cuda_dequant_describe(h, c, &g->mm_q, "f16", 256, &d),
+                KILN_STATUS_INVALID_ARGUMENT, "GEMM operand f16 is not f32, bf16 or bf16x3");
+  KT_ASSERT_ERR(kiln_cuda_gemm_input_describe(h, c, &g->mm_q, "f32", 256, &d),
+                KILN_STATUS_INVALID_ARGUMENT, "GEMM operand f32 is not bf16 or bf16x3");
+  free(g);
+  kiln_kcache_close(kc);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_every_template_every_arch),
@@ -906,6 +967,7 @@ int main(void) {
       cmocka_unit_test(test_attention_split),
       cmocka_unit_test(test_flash_attention),
       cmocka_unit_test(test_kv_type_baked),
+      cmocka_unit_test(test_gemm_operand_baked),
       cmocka_unit_test(test_step_block_layout),
       cmocka_unit_test(test_xq_scratch_layout),
   };

@@ -8,7 +8,7 @@
  * RMSNorm's ε, the q/k L2 norms' ε, RoPE θ, a rotary section, a delta-rule
  * head dim, the conv width, the chunk size, a matvec_q matrix's way of reading
  * its weight (load0), its sets of rows per block, its bulk-copy stages, the
- * split decode attention's
+ * prefill GEMM's operand form (operand), the split decode attention's
  * split count (n_split), its GQA ratio (n_head_kv) and whether it merges
  * itself (merge), every baked parameter
  * of the flash prefill attention (head_dim, n_head, n_head_kv, scale, bq, bk,
@@ -56,6 +56,9 @@ static const sample samples[] = {
     {"bias", KILN_KPARAM_STR, {0, 0}, {"F32", "none"}},
     /* matvec, dequant_rows */
     {"k", KILN_KPARAM_I64, {4096, 768}, {NULL, NULL}},
+    /* dequant_rows, gemm_input: the prefill GEMM's operand form (f32 is
+     * dequant_rows' alone: gemm_input refuses it) */
+    {"operand", KILN_KPARAM_STR, {0, 0}, {"bf16x3", "bf16"}},
     /* bias_add */
     {"n", KILN_KPARAM_I64, {3584, 512}, {NULL, NULL}},
     /* store_kv */
