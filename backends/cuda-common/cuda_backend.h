@@ -295,6 +295,7 @@ typedef struct kiln_cuda_backend {
   kiln_cuda_matvec_shape mvq_forced; /* [<plugin>] matvec_shape; warps 0: auto */
   uint32_t attn_splits_forced;       /* [<plugin>] attention_splits; 0: auto */
   bool attn_merge_kernel;            /* [<plugin>] attention_merge = kernel (not fused) */
+  bool attn_mma;                     /* [<plugin>] decode_attention = mma */
   bool prefill_flash;                /* [<plugin>] prefill_attention = flash (not rows) */
   /* Programmatic dependent launch ([<plugin>] pdl, compute capability >=
    * 9.0): the functions whose PTX waits on its grid dependency

@@ -34,13 +34,14 @@
 #define KILN_CUDA_KEY_GEMM                                                    \
   {.name = "gemm",                                                            \
    .type = KILN_CONFIG_ENUM,                                                  \
-   .default_value = "f32",                                                    \
+   .default_value = "bf16x3",                                                 \
    .choices = "f32|tf32|bf16|bf16x3",                                         \
-   .help = "prefill GEMM arithmetic, all with f32 sums: f32 is IEEE f32 "     \
-           "(CUDA cores); tf32 and bf16 round the operands for tensor cores " \
-           "(LOWER accuracy: about 4e-4 and 3e-3 relative a GEMM); bf16x3 "   \
-           "keeps each operand as two bf16 terms (three products a pair, "    \
-           "about 6e-6 relative) on tensor cores"}
+   .help = "prefill GEMM arithmetic, all with f32 sums: bf16x3 keeps each "   \
+           "operand as two bf16 terms (three products a pair, about 6e-6 "    \
+           "relative) on tensor cores; f32 is IEEE f32 on CUDA cores (3.2x "  \
+           "slower); tf32 and bf16 round the operands for tensor cores "      \
+           "(LOWER accuracy: about 4e-4 and 3e-3 relative a GEMM; both fail " \
+           "kiln parity's default thresholds on a 7B)"}
 
 #define KILN_CUDA_KEY_GEMM_SCRATCH                                            \
   {.name = "gemm_scratch_mib",                                                \
@@ -141,7 +142,18 @@
            "each KV head merges its GQA group's records in the split kernel " \
            "(one launch a layer fewer) where head_dim is a multiple of 32 "   \
            "and the group has at most 256 records, else the merge kernel. "   \
-           "kernel stays the default until fused is measured on a device"}
+           "fused measured 5 % slower at tg128 (H100, 2026-12-07)"}
+
+#define KILN_CUDA_KEY_DECODE_ATTENTION                                        \
+  {.name = "decode_attention",                                                \
+   .type = KILN_CONFIG_ENUM,                                                  \
+   .default_value = "mma",                                                    \
+   .choices = "split|mma",                                                    \
+   .help = "the split decode attention's first half: mma = tensor cores "     \
+           "(attention_mma, mma.sync) where the KV cache is f16 or bf16, "    \
+           "head_dim a multiple of 16 up to 128 and at most 16 query heads "  \
+           "share a KV head (merged by attention_merge), else CUDA cores; "   \
+           "split = CUDA cores (attention_split) always"}
 
 #define KILN_CUDA_KEY_PREFILL_ATTENTION                                       \
   {.name = "prefill_attention",                                               \

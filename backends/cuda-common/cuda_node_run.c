@@ -222,9 +222,10 @@ static kiln_status run_attention_split(kiln_cuda_backend *be, const kiln_node *n
                            "the split-attention tickets hold %llu bytes, fewer than it needs",
                            (unsigned long long)be->attn_tickets_bytes);
   void *split_args[] = {&q, &kc, &vc, &part, &be->step_dev, &y, &xq, &tickets};
-  KILN_RETURN_IF_ERROR(kiln_cuda_launch(be, node, "attention_split", ns->decode.fn,
-                                        ns->attn_splits, (uint32_t)node->p.attention.n_head_kv,
-                                        ns->decode.block, split_args));
+  KILN_RETURN_IF_ERROR(kiln_cuda_launch_shared(be, node, "attention_split", ns->decode.fn,
+                                               ns->attn_splits,
+                                               (uint32_t)node->p.attention.n_head_kv,
+                                               ns->decode.block, ns->decode.shared, split_args));
   if (ns->attn_fused_merge) {
     if (ns->merge_quant) kiln_cuda_xq_set(be, node->dst);
     return NULL;

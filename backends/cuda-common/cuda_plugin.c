@@ -193,6 +193,11 @@ static kiln_status read_config(kiln_cuda_backend *be, const kiln_config_section 
     const char *am = host->cfg_str(cfg, "attention_merge");
     be->attn_merge_kernel = !am || strcmp(am, "fused") != 0;
   }
+  be->attn_mma = true;
+  if (cfg) {
+    const char *da = host->cfg_str(cfg, "decode_attention");
+    be->attn_mma = !da || strcmp(da, "split") != 0;
+  }
   /* Only the flavors with flash tiles (the batched ones) declare the key. */
   be->prefill_flash = fl->flash.bq > 0;
   if (fl->flash.bq > 0 && cfg) {
@@ -201,14 +206,15 @@ static kiln_status read_config(kiln_cuda_backend *be, const kiln_config_section 
   }
   be->prof.step_running = be->prof.step_done = -1;
   *out_allow_lower = cfg && fl->has_allow_lower_cc ? host->cfg_bool(cfg, "allow_lower_cc") : false;
-  be->gemm = KILN_CUDA_GEMM_F32;
+  /* the batched flavors' default (cuda-serial has no GEMM) */
+  be->gemm = fl->has_gemm_keys ? KILN_CUDA_GEMM_BF16X3 : KILN_CUDA_GEMM_F32;
   be->scratch_cap = (uint64_t)256 << 20;
   if (fl->has_gemm_keys && cfg) {
     const char *g = host->cfg_str(cfg, "gemm");
-    if (!g || strcmp(g, "f32") == 0) be->gemm = KILN_CUDA_GEMM_F32;
+    if (!g || strcmp(g, "bf16x3") == 0) be->gemm = KILN_CUDA_GEMM_BF16X3;
+    else if (strcmp(g, "f32") == 0) be->gemm = KILN_CUDA_GEMM_F32;
     else if (strcmp(g, "tf32") == 0) be->gemm = KILN_CUDA_GEMM_TF32;
     else if (strcmp(g, "bf16") == 0) be->gemm = KILN_CUDA_GEMM_BF16;
-    else if (strcmp(g, "bf16x3") == 0) be->gemm = KILN_CUDA_GEMM_BF16X3;
     else
       return host->status_new(KILN_STATUS_INVALID_ARGUMENT,
                               "[%s] gemm = %s is not f32|tf32|bf16|bf16x3", fl->name, g);

@@ -17,6 +17,8 @@
  * same node always resolves the same kernel. */
 #define ELTWISE_BLOCK 256
 #define ROWS_BLOCK 256
+/* attention_mma's warps a block: 4 x 8.5 KiB of tiles at head_dim 128 */
+#define MMA_ATTENTION_WARPS 4
 #define ROPE_BLOCK 128
 /* Weight-row groups below which a matvec splits rows between warps. */
 #define MATVEC_SPLIT_BELOW 4096
@@ -160,8 +162,10 @@ static kiln_status attn_tickets_reserve(kiln_cuda_backend *be, uint32_t n, const
   return kiln_cu_error(be->host, be->cu, r, "cuMemsetD32Async(tickets)", node);
 }
 
-/* ATTENTION for steps of one token: split-KV attention (attention_split
- * over n_split splits of the keys for each KV head, its last block of
+/* ATTENTION for steps of one token: split-KV attention (attention_split,
+ * or attention_mma on tensor cores where [<plugin>] decode_attention = mma
+ * and kiln_cuda_attention_mma_fits, over n_split splits of the keys for
+ * each KV head, attention_split's last block of
  * each merging the group where [<plugin>] attention_merge = fused and
  * kiln_cuda_attention_fused_merge_fits, else then attention_merge) where the
  * node fits it, n_split from [<plugin>] attention_splits or
@@ -176,7 +180,8 @@ static kiln_status prepare_attention_decode(kiln_cuda_backend *be, const kiln_no
     ns->decode.block = 32 * warps;
     return get_fn(be, d, node, &ns->decode.fn);
   }
-  const uint32_t warps = be->fl->attention_warps_split;
+  const bool mma = be->attn_mma && kiln_cuda_attention_mma_fits(node);
+  const uint32_t warps = mma ? MMA_ATTENTION_WARPS : be->fl->attention_warps_split;
   const uint32_t n_split =
       be->attn_splits_forced
           ? be->attn_splits_forced
@@ -185,9 +190,17 @@ static kiln_status prepare_attention_decode(kiln_cuda_backend *be, const kiln_no
   /* With quantized activations the merge writes its output quantized too:
    * the output projection reads it next (kiln_cuda_xq_set at the launch). */
   const kiln_cuda_quant mq = kiln_cuda_merge_quant_fits(node) ? be->act : KILN_CUDA_QUANT_NONE;
-  const bool fused = !be->attn_merge_kernel && kiln_cuda_attention_fused_merge_fits(node, n_split);
-  KILN_RETURN_IF_ERROR(kiln_cuda_attention_split_describe(
-      be->host, be->compiler, node, warps, n_split, fused, fused ? mq : KILN_CUDA_QUANT_NONE, &d));
+  const bool fused =
+      !mma && !be->attn_merge_kernel && kiln_cuda_attention_fused_merge_fits(node, n_split);
+  if (mma) {
+    KILN_RETURN_IF_ERROR(
+        kiln_cuda_attention_mma_describe(be->host, be->compiler, node, warps, n_split, &d));
+    ns->decode.shared = kiln_cuda_attention_mma_smem(node->p.attention.head_dim, warps);
+  } else {
+    KILN_RETURN_IF_ERROR(kiln_cuda_attention_split_describe(
+        be->host, be->compiler, node, warps, n_split, fused, fused ? mq : KILN_CUDA_QUANT_NONE, &d));
+    ns->decode.shared = 0;
+  }
   KILN_RETURN_IF_ERROR(get_fn(be, d, node, &ns->decode.fn));
   ns->decode.block = 32 * warps;
   ns->attn_merge.fn = NULL;

@@ -361,6 +361,47 @@ static const kiln_ktemplate attention_split = {
             "with merge = 1 the last block of each KV head merges its group",
 };
 
+static const char attention_mma_source[] =
+#include "grid_dep.cuh.inc"
+#include "step_block.cuh.inc"
+#include "mma_sync.cuh.inc"
+#include "attention_part.cuh.inc"
+#include "attention_mma.cu.inc"
+    ;
+
+static const kiln_kparam_decl attention_mma_params[] = {
+    {"head_dim", KILN_KPARAM_I64, KILN_KPARAM_BAKED, "values per head (a multiple of 16, at most 128)"},
+    {"n_head", KILN_KPARAM_I64, KILN_KPARAM_BAKED, "query heads"},
+    {"n_head_kv", KILN_KPARAM_I64, KILN_KPARAM_BAKED,
+     "KV heads; n_head / n_head_kv query heads (at most 16) are the rows of each mma"},
+    {"scale", KILN_KPARAM_F32, KILN_KPARAM_BAKED, "softmax scale (1/sqrt(head_dim)), bit-exact"},
+    {"warps", KILN_KPARAM_I64, KILN_KPARAM_BAKED, "warps per (split, KV head) block"},
+    {"n_split", KILN_KPARAM_I64, KILN_KPARAM_BAKED,
+     "splits of the keys (1..256): the grid's x; each split's length comes from the step block"},
+    {"mma_type", KILN_KPARAM_STR, KILN_KPARAM_BAKED,
+     "the K/V caches' 16-bit type, the tensor cores' input: f16 | bf16 (mma_sync.cuh)"},
+    {"q", KILN_KPARAM_PTR, KILN_KPARAM_RUNTIME, "the pass's query column, f32 [head_dim * n_head]"},
+    {"k_cache", KILN_KPARAM_PTR, KILN_KPARAM_RUNTIME, "K cache, mma_type [head_dim * n_head_kv, n_ctx]"},
+    {"v_cache", KILN_KPARAM_PTR, KILN_KPARAM_RUNTIME, "V cache, same shape"},
+    {"part", KILN_KPARAM_PTR, KILN_KPARAM_RUNTIME,
+     "partial results, n_head * n_split records of head_dim + 2 floats (attention_part.cuh)"},
+    STEP_PARAM,
+    {"y", KILN_KPARAM_PTR, KILN_KPARAM_RUNTIME, "unused (attention_split's argument list)"},
+    {"xq", KILN_KPARAM_PTR, KILN_KPARAM_RUNTIME, "unused"},
+    {"tickets", KILN_KPARAM_PTR, KILN_KPARAM_RUNTIME, "unused"},
+};
+
+static const kiln_ktemplate attention_mma = {
+    .name = KILN_CUDA_T_ATTENTION_MMA,
+    .version = 1,
+    .entry = "kiln_attention_mma",
+    .source = attention_mma_source,
+    .params = attention_mma_params,
+    .n_params = sizeof attention_mma_params / sizeof attention_mma_params[0],
+    .help = "split-KV decode attention on tensor cores over an f16 or bf16 cache (mma.sync, "
+            "f32-grade operands as 2-3 terms): the records attention_merge merges",
+};
+
 static const char attention_merge_source[] =
 #include "grid_dep.cuh.inc"
 #include "quant_mode.cuh.inc"
@@ -709,6 +750,7 @@ const kiln_ktemplate *const kiln_cuda_templates[] = {
     &gemm_input,      &bias_add,        &get_rows,     &rope,             &attention, &swiglu,
     &add,             &store_kv,     &quantize,         &matvec_q,  &add_rmsnorm,
     &swiglu_q,        &rope_store,   &attention_split,  &attention_merge, &flash_attention,
+    &attention_mma,
     /* qwen35 */
     &kiln_cuda_t_slice, &kiln_cuda_t_sigmoid_mul, &kiln_cuda_t_ssm_conv, &kiln_cuda_t_gdn_gate,
     &kiln_cuda_t_gdn_recurrent, &kiln_cuda_t_gdn_chunked, &kiln_cuda_t_rope_imrope,

@@ -17,6 +17,7 @@
 #define KILN_CUDA_T_ROPE "rope"
 #define KILN_CUDA_T_ATTENTION "attention"
 #define KILN_CUDA_T_ATTENTION_SPLIT "attention_split"
+#define KILN_CUDA_T_ATTENTION_MMA "attention_mma"
 #define KILN_CUDA_T_ATTENTION_MERGE "attention_merge"
 #define KILN_CUDA_T_FLASH_ATTENTION "flash_attention"
 #define KILN_CUDA_T_SWIGLU "swiglu"

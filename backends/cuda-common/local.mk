@@ -42,6 +42,8 @@ kiln_cuda_template_files = \
 	backends/cuda-common/kernels/attention_part.cuh.tmpl \
 	backends/cuda-common/kernels/attention_split.cu.tmpl \
 	backends/cuda-common/kernels/attention_merge.cu.tmpl \
+	backends/cuda-common/kernels/mma_sync.cuh.tmpl \
+	backends/cuda-common/kernels/attention_mma.cu.tmpl \
 	backends/cuda-common/kernels/flash_layout.cuh.tmpl \
 	backends/cuda-common/kernels/flash_attention.cu.tmpl \
 	backends/cuda-common/kernels/swiglu.cu.tmpl \

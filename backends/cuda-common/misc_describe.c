@@ -179,6 +179,47 @@ kiln_status kiln_cuda_attention_split_describe(const kiln_host_api *host,
   return kiln_cuda_describe_finish(host, st, d, node, out_desc);
 }
 
+bool kiln_cuda_attention_mma_fits(const kiln_node *node) {
+  if (node->op != KILN_OP_ATTENTION || !node->src[1]) return false;
+  const kiln_attention_params *p = &node->p.attention;
+  const kiln_type t = node->src[1]->type;
+  return (t == KILN_TYPE_F16 || t == KILN_TYPE_BF16) && node->src[2] && node->src[2]->type == t &&
+         p->n_head_kv >= 1 && p->n_head % p->n_head_kv == 0 && p->n_head / p->n_head_kv <= 16 &&
+         p->head_dim >= 16 && p->head_dim <= 128 && p->head_dim % 16 == 0;
+}
+
+uint32_t kiln_cuda_attention_mma_smem(int64_t hd, uint32_t warps) {
+  return (uint32_t)(warps * 4u * 16u * (uint64_t)(hd + 8));
+}
+
+kiln_status kiln_cuda_attention_mma_describe(const kiln_host_api *host, kiln_kcompiler *compiler,
+                                             const kiln_node *node, uint32_t warps,
+                                             uint32_t n_split, kiln_kdesc **out_desc) {
+  KILN_RETURN_IF_ERROR(kiln_cuda_node_check(host, node));
+  KILN_RETURN_IF_ERROR(want_op(host, node, KILN_OP_ATTENTION, KILN_OP_ATTENTION));
+  KILN_RETURN_IF_ERROR(kiln_cuda_describe_check_threads(host, node, "warps", warps, 1, 16, false));
+  KILN_RETURN_IF_ERROR(kiln_cuda_describe_check_threads(host, node, "n_split", n_split, 1,
+                                                        KILN_CUDA_MAX_ATTN_SPLITS, false));
+  const kiln_attention_params *p = &node->p.attention;
+  if (!kiln_cuda_attention_mma_fits(node))
+    return kiln_node_error(host, KILN_STATUS_UNSUPPORTED, node,
+                           "tensor-core decode attention takes an F16 or BF16 KV cache, head_dim "
+                           "a multiple of 16 up to 128 and at most 16 query heads a KV head; "
+                           "%s cache, head_dim %d, %d / %d heads",
+                           kiln_type_name(node->src[1]->type), (int)p->head_dim, (int)p->n_head,
+                           (int)p->n_head_kv);
+  kiln_kdesc *d = NULL;
+  KILN_RETURN_IF_ERROR(host->kdesc_new(compiler, KILN_CUDA_T_ATTENTION_MMA, &d));
+  kiln_status st = host->kdesc_set_i64(d, "head_dim", p->head_dim);
+  if (!st) st = host->kdesc_set_i64(d, "n_head", p->n_head);
+  if (!st) st = host->kdesc_set_i64(d, "n_head_kv", p->n_head_kv);
+  if (!st) st = host->kdesc_set_f32(d, "scale", p->scale);
+  if (!st) st = host->kdesc_set_i64(d, "warps", warps);
+  if (!st) st = host->kdesc_set_i64(d, "n_split", n_split);
+  if (!st) st = host->kdesc_set_str(d, "mma_type", node->src[1]->type == KILN_TYPE_F16 ? "f16" : "bf16");
+  return kiln_cuda_describe_finish(host, st, d, node, out_desc);
+}
+
 bool kiln_cuda_merge_quant_fits(const kiln_node *node) {
   return node->op == KILN_OP_ATTENTION && node->p.attention.head_dim > 0 &&
          node->p.attention.head_dim % 32 == 0;

@@ -165,6 +165,28 @@ kiln_status kiln_cuda_attention_split_describe(const kiln_host_api *host,
  * memory to hold their weights). */
 bool kiln_cuda_attention_fused_merge_fits(const kiln_node *node, uint32_t n_split);
 
+/* Whether the tensor-core split kernel (attention_mma) can take node: an
+ * F16 or BF16 KV cache, head_dim a multiple of 16 in 16..128, at most 16
+ * query heads per KV head. */
+bool kiln_cuda_attention_mma_fits(const kiln_node *node);
+
+/* Dynamic shared memory attention_mma's block of `warps` warps takes at
+ * head_dim hd: each warp's K and V tiles of 16 keys (rows of hd + 8
+ * 16-bit values). */
+uint32_t kiln_cuda_attention_mma_smem(int64_t hd, uint32_t warps);
+
+/* ATTENTION, decode, on tensor cores: attention_mma with warps and
+ * n_split, the records attention_merge merges (its y, xq and tickets
+ * arguments unused; no fused merge). Grid (n_split, n_head_kv), block
+ * 32 * warps, kiln_cuda_attention_mma_smem bytes of dynamic shared
+ * memory; arguments as attention_split's. KILN_STATUS_UNSUPPORTED for a
+ * node that does not fit (kiln_cuda_attention_mma_fits),
+ * KILN_STATUS_INVALID_ARGUMENT for warps (1..16) or n_split out of range,
+ * each naming the node. */
+kiln_status kiln_cuda_attention_mma_describe(const kiln_host_api *host, kiln_kcompiler *compiler,
+                                             const kiln_node *node, uint32_t warps,
+                                             uint32_t n_split, kiln_kdesc **out_desc);
+
 /* ATTENTION, decode: attention_merge for the node's head_dim and
  * n_split, with quant (the activations mode, or KILN_CUDA_QUANT_NONE)
  * also writing y quantized for the output projection's matvec_q (k =

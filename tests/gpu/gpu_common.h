@@ -33,8 +33,10 @@ int kg_gate(const char *test);
 bool kg_backend_on(int b);
 
 /* A runtime with [cpu] precision = f64, [cuda-cc120] allow_lower_cc = true
- * (an H200 runs the 12.x variants for its own sm_90), every CUDA section
- * declared, and `extra` overrides after those. Fails the test on error. */
+ * (an H200 runs the 12.x variants for its own sm_90), the batched flavors'
+ * gemm = f32 (their default is bf16x3: test_gpu_ops checks it), every CUDA
+ * section declared, and `extra` overrides after those (the later wins).
+ * Fails the test on error, or with more than 34 extras. */
 kiln_runtime *kg_runtime(const kiln_config_override *extra, size_t n_extra);
 
 /* kg_runtime with every CUDA section's activations mode ("f32", "q16",

@@ -96,12 +96,26 @@ tests_unit_test_matvec_q_host_LDADD = $(kiln_gpu_test_libs)
 check_PROGRAMS += tests/unit/test_attention_host
 TESTS += tests/unit/test_attention_host
 tests_unit_test_attention_host_SOURCES = tests/unit/test_attention_host.cc \
-	tests/unit/cuda_block_emu.h tests/unit/attention_host_shape.h tests/unit/kv_host_cache.h
+	tests/unit/cuda_block_emu.h tests/unit/attention_host_shape.h tests/unit/kv_host_cache.h \
+	tests/unit/attention_host_check.h
 tests_unit_test_attention_host_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/tests/gpu \
 	-I$(top_srcdir)/backends/cuda-common/kernels
 tests_unit_test_attention_host_CXXFLAGS = $(CMOCKA_CFLAGS) -I$(top_srcdir)/tests -std=gnu++17 \
 	-Wall -Wextra -Wno-unknown-pragmas -Wno-unused-parameter
 tests_unit_test_attention_host_LDADD = $(kiln_gpu_test_libs)
+
+# The tensor-core split decode attention (attention_mma) the same way,
+# mma.sync emulated from its fragment layout.
+check_PROGRAMS += tests/unit/test_attention_mma_host
+TESTS += tests/unit/test_attention_mma_host
+tests_unit_test_attention_mma_host_SOURCES = tests/unit/test_attention_mma_host.cc \
+	tests/unit/cuda_block_emu.h tests/unit/attention_mma_host_shape.h tests/unit/kv_host_cache.h \
+	tests/unit/attention_host_check.h
+tests_unit_test_attention_mma_host_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/tests/gpu \
+	-I$(top_srcdir)/backends/cuda-common/kernels
+tests_unit_test_attention_mma_host_CXXFLAGS = $(CMOCKA_CFLAGS) -I$(top_srcdir)/tests -std=gnu++17 -O2 \
+	-Wall -Wextra -Wno-unknown-pragmas -Wno-unused-parameter
+tests_unit_test_attention_mma_host_LDADD = $(kiln_gpu_test_libs)
 
 # The flash prefill attention kernel runs on the host the same way.
 check_PROGRAMS += tests/unit/test_flash_host

@@ -59,7 +59,8 @@ static const char *run(const float *q, const unsigned char *k, const unsigned ch
 #define KILN_HOST_STR2(a) #a
 #define KILN_HOST_STR(a) KILN_HOST_STR2(a)
 static const host_shape shape = {KILN_HOST_STR(KILN_HOST_SHAPE), KILN_HEAD_DIM, KILN_N_HEAD,
-                                 KILN_N_HEAD_KV, KILN_SCALE, KILN_WARPS, KILN_N_SPLIT, KILN_HOST_KV, run};
+                                 KILN_N_HEAD_KV, KILN_SCALE, KILN_WARPS, KILN_N_SPLIT, KILN_HOST_KV, run,
+                                 KILN_TK};
 
 #undef KILN_HOST_CAT2
 #undef KILN_HOST_CAT

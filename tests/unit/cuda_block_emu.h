@@ -10,6 +10,8 @@
  * would hang or be undefined); __shfl_xor_sync / __shfl_sync with the full
  * mask (each a barrier of the warp's 32 lanes, with two exchange buffers
  * so a lane cannot overwrite a value a slower lane has yet to read);
+ * __syncwarp() (a barrier of the warp's lanes); warp_gather (every lane's
+ * fragments to every lane, for tensor-core instructions);
  * __shared__ as function statics (blocks run one after another, so a
  * static is the running block's shared memory); dynamic shared memory
  * (KILN_DYNAMIC_SHARED, the templates' spelling of extern __shared__) as
@@ -42,7 +44,7 @@ struct kiln_emu_dim3 {
 
 namespace kiln_emu {
 
-enum { STACK_BYTES = 64 << 10 };
+enum { STACK_BYTES = 64 << 10, FRAG_BYTES = 64 };
 
 struct thread {
   ucontext_t ctx;
@@ -57,6 +59,7 @@ struct state {
   std::vector<char> stacks;
   std::vector<unsigned> warp_arrived, warp_gen, parity;
   std::vector<uint64_t> slots[2];
+  std::vector<unsigned char> frags[2]; /* warp_gather: FRAG_BYTES a thread */
   ucontext_t sched;
   thread *cur = nullptr;
   kiln_emu_dim3 block_idx{0, 0, 0}, block_dim{0, 1, 1}, grid_dim{1, 1, 1};
@@ -109,6 +112,19 @@ template <class T> static T exchange(unsigned mask, T v, unsigned src) {
   return r;
 }
 
+/* Every lane's v, lane by lane into all[0..31], the warp's 32 lanes
+ * taking part (one warp barrier): how a warp-wide instruction such as
+ * mma.sync sees the fragments its lanes hold. */
+template <class T> static void warp_gather(const T &v, T *all) {
+  static_assert(sizeof(T) <= FRAG_BYTES, "a lane's fragments are at most FRAG_BYTES");
+  const unsigned tid = S.cur->idx.x, w = tid / 32;
+  const unsigned par = S.parity[tid];
+  S.parity[tid] ^= 1u;
+  memcpy(&S.frags[par][(size_t)tid * FRAG_BYTES], &v, sizeof v);
+  warp_barrier(w);
+  for (unsigned l = 0; l < 32; l++) memcpy(&all[l], &S.frags[par][(size_t)(w * 32 + l) * FRAG_BYTES], sizeof v);
+}
+
 static void thread_main() {
   S.body();
   S.cur->done = true; /* then uc_link: back to the scheduler */
@@ -143,6 +159,8 @@ static const char *launch(kiln_emu_dim3 grid, unsigned threads, std::function<vo
         S.parity.assign(threads, 0);
         S.slots[0].assign(threads, 0);
         S.slots[1].assign(threads, 0);
+        S.frags[0].assign((size_t)threads * FRAG_BYTES, 0);
+        S.frags[1].assign((size_t)threads * FRAG_BYTES, 0);
         for (unsigned i = 0; i < threads; i++) {
           thread &t = S.th[i];
           t.idx = kiln_emu_dim3{i, 0, 0};
@@ -210,6 +228,11 @@ static inline void __syncthreads() {
     return;
   }
   kiln_emu::wait(-1, gen);
+}
+/* A warp barrier (the full mask). */
+static inline void __syncwarp(unsigned mask = 0xffffffffu) {
+  if (mask != 0xffffffffu && !kiln_emu::S.error) kiln_emu::S.error = "__syncwarp with a partial mask";
+  kiln_emu::warp_barrier(kiln_emu::S.cur->idx.x / 32);
 }
 template <class T> static inline T __shfl_xor_sync(unsigned mask, T v, int o) {
   return kiln_emu::exchange(mask, v, (kiln_emu::S.cur->idx.x % 32) ^ (unsigned)o);

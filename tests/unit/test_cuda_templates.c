@@ -960,6 +960,60 @@ static void test_gemm_operand_baked(void **state) {
   kiln_kcache_close(kc);
 }
 
+/* The tensor-core split decode attention: compiled for every target arch
+ * on F16 and BF16 caches (Qwen2.5-7B's heads, and a group of 16 at
+ * head_dim 64), its cache type baked (mma_type: its own key and PTX), and
+ * the nodes it cannot take refused. */
+static void test_attention_mma(void **state) {
+  (void)state;
+  const kiln_host_api *h = kt_kcache_host();
+  static const char *const archs[] = {"sm_90", "sm_120", "sm_121"};
+  nodes *g = malloc(sizeof *g);
+  for (size_t a = 0; a < 3; a++) {
+    kiln_kcache *kc = kt_kcache_open(NULL, NULL);
+    kiln_nvrtc nv;
+    kiln_kcompiler *c = NULL;
+    KT_ASSERT_OK(kiln_cuda_templates_register(h, kc));
+    KT_ASSERT_OK(kiln_nvrtc_register(&nv, h, kc, archs[a], &c));
+    compiled out[2];
+    for (int t = 0; t < 2; t++) {
+      build(g, &shapes[1], KILN_TYPE_Q4_K);
+      set_kv(g, t ? KILN_TYPE_BF16 : KILN_TYPE_F16);
+      assert_true(kiln_cuda_attention_mma_fits(&g->attn));
+      kiln_kdesc *d = NULL;
+      KT_ASSERT_OK(kiln_cuda_attention_mma_describe(h, c, &g->attn, 4, 20, &d));
+      assert_canon_has(d, t ? "param mma_type str bf16\n" : "param mma_type str f16\n");
+      out[t] = compile_desc(d, &g->attn);
+      /* a full group of 16 query heads at head_dim 64, one warp */
+      shape s16 = shapes[1];
+      s16.head_dim = 64, s16.n_rot = 64, s16.n_head = 16, s16.n_head_kv = 1;
+      build(g, &s16, KILN_TYPE_Q4_K);
+      set_kv(g, t ? KILN_TYPE_BF16 : KILN_TYPE_F16);
+      KT_ASSERT_OK(kiln_cuda_attention_mma_describe(h, c, &g->attn, 1, 3, &d));
+      check_kernel(d, &g->attn, archs[a]);
+    }
+    assert_differ(&out[0], &out[1], "attention_mma mma_type f16 / bf16");
+    free(out[0].ptx);
+    free(out[1].ptx);
+    kiln_kdesc *d = NULL;
+    build(g, &shapes[1], KILN_TYPE_Q4_K); /* an F32 cache */
+    assert_false(kiln_cuda_attention_mma_fits(&g->attn));
+    KT_ASSERT_ERR(kiln_cuda_attention_mma_describe(h, c, &g->attn, 4, 20, &d), KILN_STATUS_UNSUPPORTED,
+                  "F32 cache, head_dim 128");
+    set_kv(g, KILN_TYPE_F16);
+    KT_ASSERT_ERR(kiln_cuda_attention_mma_describe(h, c, &g->attn, 17, 20, &d),
+                  KILN_STATUS_INVALID_ARGUMENT, "warps");
+    shape odd = shapes[1];
+    odd.head_dim = 72, odd.n_rot = 72; /* not a multiple of 16 */
+    build(g, &odd, KILN_TYPE_Q4_K);
+    set_kv(g, KILN_TYPE_F16);
+    KT_ASSERT_ERR(kiln_cuda_attention_mma_describe(h, c, &g->attn, 4, 20, &d), KILN_STATUS_UNSUPPORTED,
+                  "head_dim 72");
+    kiln_kcache_close(kc);
+  }
+  free(g);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_every_template_every_arch),
@@ -968,6 +1022,7 @@ int main(void) {
       cmocka_unit_test(test_flash_attention),
       cmocka_unit_test(test_kv_type_baked),
       cmocka_unit_test(test_gemm_operand_baked),
+      cmocka_unit_test(test_attention_mma),
       cmocka_unit_test(test_step_block_layout),
       cmocka_unit_test(test_xq_scratch_layout),
   };

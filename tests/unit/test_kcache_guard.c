@@ -8,7 +8,8 @@
  * RMSNorm's ε, the q/k L2 norms' ε, RoPE θ, a rotary section, a delta-rule
  * head dim, the conv width, the chunk size, a matvec_q matrix's way of reading
  * its weight (load0), its sets of rows per block, its bulk-copy stages, the
- * prefill GEMM's operand form (operand), the split decode attention's
+ * prefill GEMM's operand form (operand), the tensor-core decode
+ * attention's cache type (mma_type), the split decode attention's
  * split count (n_split), its GQA ratio (n_head_kv) and whether it merges
  * itself (merge), every baked parameter
  * of the flash prefill attention (head_dim, n_head, n_head_kv, scale, bq, bk,
@@ -100,6 +101,8 @@ static const sample samples[] = {
     /* attention_split: the merge fused in first (quant and k matter only
      * there); 14 heads a KV head at 16 splits fit it */
     {"merge", KILN_KPARAM_I64, {1, 0}, {NULL, NULL}},
+    /* attention_mma: the KV cache's 16-bit type, the tensor cores' input */
+    {"mma_type", KILN_KPARAM_STR, {0, 0}, {"f16", "bf16"}},
     /* flash_attention: tiles of 32 or 64 query rows and keys; with warps
      * 4 or 8 that is 4..16 rows a warp, within its registers at head_dim
      * 128 and 64 */

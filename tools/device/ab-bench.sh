@@ -7,11 +7,13 @@
 #
 #   bash tools/device/ab-bench.sh cuda-batched 'fused:' 'kernel:attention_merge=kernel'
 #
-# Each variant is LABEL:KEY=VALUE[,KEY=VALUE...], the keys set in the
-# backend's section ([cuda-cc120] also gets allow_lower_cc = true). AB_ROUNDS
-# (default 2) rounds; each run is `kiln bench -p AB_P -n AB_N -r AB_R -b 512`
-# (defaults 512, 128, 3). Prints every run's table rows, labelled, then the
-# tg and pp means per variant.
+# Each variant is LABEL:KEY=VALUE[,KEY=VALUE...], each KEY set in the
+# backend's section, a SECTION.KEY (kv_cache.type=f16) in its own
+# ([cuda-cc120] also gets allow_lower_cc = true). AB_ROUNDS (default 2)
+# rounds; each run is `kiln bench -p AB_P -n AB_N -r AB_R -b 512` (defaults
+# 512, 128, 3), with `-d AB_D` when AB_D is set (decode after a context of
+# that many tokens). Prints every run's table rows, labelled, then the tg
+# and pp means per variant.
 set -uo pipefail
 [ $# -ge 2 ] || { echo "usage: $0 BACKEND LABEL:KEY=VALUE[,...] ..."; exit 2; }
 K=${KILN:-/tmp/kiln-build/cli/kiln}
@@ -26,14 +28,20 @@ for v in "$@"; do
   {
     echo "[$b]"
     [ "$b" = cuda-cc120 ] && echo "allow_lower_cc = true"
-    [ -n "$keys" ] && echo "$keys" | tr ',' '\n' | sed 's/=/ = /'
+    # KEY=VALUE in the backend's section, SECTION.KEY=VALUE in its own
+    for kv in $(echo "$keys" | tr ',' ' '); do
+      case ${kv%%=*} in
+      *.*) printf '[%s]\n%s = %s\n[%s]\n' "${kv%%.*}" "$(echo "${kv#*.}" | cut -d= -f1)" "${kv#*=}" "$b" ;;
+      *) echo "${kv%%=*} = ${kv#*=}" ;;
+      esac
+    done
   } > "$dir/$label.ini"
 done
 for r in $(seq "${AB_ROUNDS:-2}"); do
   for v in "$@"; do
     label=${v%%:*}
     timeout 300 "$K" bench -m "$M" -B "$b" --config "$dir/$label.ini" -p "${AB_P:-512}" \
-      -n "${AB_N:-128}" -r "${AB_R:-3}" -b 512 2>&1 | grep -E '^\| .*(pp|tg)[0-9]|error' |
+      -n "${AB_N:-128}" -r "${AB_R:-3}" -b 512 ${AB_D:+-d $AB_D} 2>&1 | grep -E '^\| .*(pp|tg)[0-9]|error' |
       sed "s/^/$b $label round $r: /" | tee -a "$dir/rows.txt"
   done
 done

@@ -10,7 +10,7 @@
 #
 #   bash tools/device/modes.sh
 #
-# MODES_STEPS (default "parity merge gemm profile") picks the parts, run
+# MODES_STEPS (default "parity merge gemm depth profile") picks the parts, run
 # in that order:
 #   parity   per-op parity of cuda-batched with gemm = MODES_GEMM (default
 #            "bf16x3 tf32 bf16") against cpu:f64;
@@ -18,18 +18,22 @@
 #            cuda-serial, AB_ROUNDS rounds each (default 2);
 #   gemm     pp512 with gemm = f32 and each of MODES_GEMM, and bf16x3 with
 #            tiles of MODES_SCRATCH MiB (default "32 64");
+#   depth    tg64 on cuda-batched after MODES_DEPTH tokens (default
+#            16384): f32 KV (split), f16 KV split and f16 KV mma
+#            (decode_attention; the untimed depth prefilled with gemm =
+#            bf16), and llama-bench -fa 1 -d at the same depths;
 #   profile  one pp512 step and 128 decode steps of cuda-batched with
 #            profile = true and graph = false (the per-node table), gemm =
 #            MODES_PROFILE_GEMM (default bf16x3).
 # Logs go to $OUT: modes-merge.log, modes-gemm.md (parity),
-# modes-gemm-speed.log, modes-profile.log.
+# modes-gemm-speed.log, modes-depth.log, modes-profile.log.
 set -uo pipefail
 root=$(pwd); out=${OUT:-/tmp}
 B=/tmp/kiln-build; K=$B/cli/kiln; M=/tmp/q7b-q4km.gguf
 export LD_LIBRARY_PATH=/usr/local/cuda/lib64:/tmp/sysroot/usr/lib/x86_64-linux-gnu:${LD_LIBRARY_PATH:-}
 export KILN_PLUGIN_PATH=$B/.libs
 [ -x $K ] && [ -f $M ] || { echo "no kiln build in $B or no $M"; exit 1; }
-steps=${MODES_STEPS:-parity merge gemm profile}
+steps=${MODES_STEPS:-parity merge gemm depth profile}
 t0=$(date +%s)
 say() { echo "== [$(($(date +%s) - t0)) s] $*"; }
 prompt=/tmp/modes-prompt.txt
@@ -60,6 +64,18 @@ if [[ $steps == *gemm* ]]; then
   AB_ROUNDS=1 AB_N=16 bash "$root/tools/device/ab-bench.sh" cuda-batched "${v[@]}" \
     > "$out/modes-gemm-speed.log" 2>&1
   grep mean "$out/modes-gemm-speed.log"
+fi
+if [[ $steps == *depth* ]]; then
+  say "tg64 at depth ${MODES_DEPTH:-16384}: KV f32 split, f16 split, f16 mma; llama.cpp fa=1"
+  for d in ${MODES_DEPTH:-16384}; do
+    AB_ROUNDS=1 AB_D=$d AB_P=0 AB_N=64 AB_R=2 bash "$root/tools/device/ab-bench.sh" cuda-batched \
+      'f32-split:gemm=bf16' 'f16-split:gemm=bf16,kv_cache.type=f16' \
+      'f16-mma:gemm=bf16,kv_cache.type=f16,decode_attention=mma'
+  done > "$out/modes-depth.log" 2>&1
+  [ -x /tmp/llama/build/bin/llama-bench ] &&
+    timeout 120 /tmp/llama/build/bin/llama-bench -m $M -ngl 99 -fa 1 -p 0 -n 64 -r 2 \
+      -d "$(echo ${MODES_DEPTH:-16384} | tr ' ' ,)" 2>/dev/null | grep -E '^\|' >> "$out/modes-depth.log"
+  grep -E 'mean|^\|' "$out/modes-depth.log"
 fi
 if [[ $steps == *profile* ]]; then
   g=${MODES_PROFILE_GEMM:-bf16x3}
