@@ -317,6 +317,21 @@ static void test_bad_input(void **state) {
   x[77] = 3.4e38f; /* rounds past bf16's largest finite value */
   KT_ASSERT_ERR(kiln_quantize(KILN_TYPE_BF16, x, q, 256), KILN_STATUS_INVALID_ARGUMENT,
                 "overflows bf16");
+  /* Q4_K: a block whose values all lie near -3e7 has a small range but a
+   * min of 3e7, whose f16 dmin (min / 63) would be infinite; just under
+   * the bound it is stored and comes back finite */
+  float xk[256];
+  for (int i = 0; i < 256; i++) xk[i] = -3.0e7f + 1000.0f * (float)(i % 7);
+  KT_ASSERT_ERR(kiln_quantize(KILN_TYPE_Q4_K, xk, q, 256), KILN_STATUS_INVALID_ARGUMENT,
+                "beyond what an f16 Q4_K block scale can represent");
+  for (int i = 0; i < 256; i++) xk[i] = -2.06e6f + 100.0f * (float)(i % 7);
+  KT_ASSERT_OK(kiln_quantize(KILN_TYPE_Q4_K, xk, q, 256));
+  float yk[256];
+  KT_ASSERT_OK(kiln_dequantize(KILN_TYPE_Q4_K, q, yk, 256));
+  for (int i = 0; i < 256; i++) {
+    if (!isfinite(yk[i]) || fabs((double)yk[i] - xk[i]) > 2e4)
+      fail_msg("Q4_K near the bound: value %d %g came back %g", i, (double)xk[i], (double)yk[i]);
+  }
   KT_ASSERT_ERR(kiln_quantize(KILN_TYPE_Q6_K, x, q, 128), KILN_STATUS_INVALID_ARGUMENT,
                 "not a whole number of 256-value blocks");
   KT_ASSERT_ERR(kiln_quantize(KILN_TYPE_I32, x, q, 4), KILN_STATUS_INVALID_ARGUMENT, "I32");

@@ -36,7 +36,7 @@ kiln_status kiln_dequantize(kiln_type type, const void *src, float *dst, int64_t
  * cannot be stored: a NaN or infinity for a block type; a finite value that
  * would round to infinity in F16/BF16; a block whose f16 scale would
  * overflow (|x| beyond about 8.3e6 for Q8_0, 5.2e5 for Q4_0, 1.0e6 for
- * Q5_0, 3.1e7 for Q4_K, 1.3e8 for Q6_K). Infinities pass through F16/BF16,
+ * Q5_0, 2.1e6 for Q4_K, 1.3e8 for Q6_K). Infinities pass through F16/BF16,
  * where they are representable. Departure from ggml: a block whose scale is
  * too small for its reciprocal to be finite (every |x| under ~1e-36)
  * quantizes to zeros instead of NaN. */

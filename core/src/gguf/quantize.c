@@ -349,15 +349,19 @@ static void quant_q6_k(const float *x, uint8_t *y, int64_t nb) {
 /* Block scales are stored as f16: a block whose scale would pass 65504 (it
  * holds values beyond about 8e6 for Q8_0, 5e5 for Q4_0) cannot be stored,
  * and ggml would write an infinite scale. The bounds below are the largest
- * magnitude each format's scale can carry; K-quants are bounded by their
- * range (max - min), which their scales and mins must cover. */
+ * magnitude each format's scale can carry. Q6_K is bounded by its range;
+ * Q4_K by its mins, which come first: a sub-block's min (up to about its
+ * largest |x|) is 63 steps of the f16 dmin at most, so |x| must stay below
+ * 63 x 65504 (halved for the search's slack), while its scale, a range
+ * over 15 levels, would allow 15 times more: a block of values near -3e7
+ * was let through and dequantized to -inf before this bound. */
 static kiln_status check_scales_fit(kiln_type type, const float *x, int64_t nb) {
   double limit;
   switch (type) {
   case KILN_TYPE_Q8_0: limit = 127.0 * 65504; break;
   case KILN_TYPE_Q4_0: limit = 8.0 * 65504; break;
   case KILN_TYPE_Q5_0: limit = 16.0 * 65504; break;
-  case KILN_TYPE_Q4_K: limit = 15.0 * 63 * 65504 / 2; break;
+  case KILN_TYPE_Q4_K: limit = 63.0 * 65504 / 2; break;
   case KILN_TYPE_Q6_K: limit = 32.0 * 128 * 65504 / 2; break;
   default: return NULL;
   }
