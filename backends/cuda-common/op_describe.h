@@ -21,7 +21,7 @@
 #define KILN_CUDA_MAX_HEAD_DIM 256
 
 /* Is `type` a weight type the CUDA kernels decode (F32, F16, BF16, Q4_0,
- * Q5_0, Q8_0, Q4_K, Q6_K)? */
+ * Q5_0, Q8_0, Q4_K, Q5_K, Q6_K)? */
 bool kiln_cuda_weight_type_ok(kiln_type type);
 
 /* NULL when the CUDA backends implement node's op with its operand types

@@ -2,7 +2,8 @@
  * make_q5_k_ref.c that wrote it (its header), and the file's lines, for
  * test_dequant (llama.cpp's dequantize_row_q5_K) and test_quantize
  * (quantize_row_q5_K_ref). Each input's FNV-1a hash is in the file, so a
- * formula that drifted from the generator's fails as such. */
+ * formula that drifted from the generator's fails as such. C and C++
+ * (test_matvec_q_host.cc and test_wtype_host.cc build Q5_K blocks with it). */
 #ifndef KILN_TEST_Q5_K_REF_H
 #define KILN_TEST_Q5_K_REF_H
 
@@ -13,7 +14,7 @@
 #include <string.h>
 
 static inline uint64_t q5r_fnv(const void *p, size_t n) {
-  const unsigned char *b = p;
+  const unsigned char *b = (const unsigned char *)p;
   uint64_t h = 0xcbf29ce484222325ull;
   for (size_t i = 0; i < n; i++) {
     h ^= b[i];
@@ -64,7 +65,7 @@ static inline char *q5r_read_file(void) {
   do {
     if (n + 65536 + 1 > cap) {
       cap = cap ? 2 * cap : 65536 * 2;
-      char *nb = realloc(buf, cap);
+      char *nb = (char *)realloc(buf, cap);
       if (!nb) {
         free(buf);
         fclose(f);
