@@ -516,7 +516,7 @@ static const char matvec_q_source[] =
 
 #define MVQ_MATRIX_PARAMS(i)                                                       \
   {"type" #i, KILN_KPARAM_STR, KILN_KPARAM_BAKED,                                  \
-   "matrix " #i "'s weight type: Q4_0|Q5_0|Q8_0|Q4_K|Q6_K (none: absent)"},        \
+   "matrix " #i "'s weight type: Q4_0|Q5_0|Q8_0|Q4_K|Q5_K|Q6_K (none: absent)"},   \
       {"rows" #i, KILN_KPARAM_I64, KILN_KPARAM_BAKED,                              \
        "matrix " #i "'s rows N (its ne1; 0: absent)"},                             \
       {"bias" #i, KILN_KPARAM_STR, KILN_KPARAM_BAKED,                              \
