@@ -23,7 +23,8 @@ static void usage(FILE *out) {
         "  --ctx N               context_length (default 512)\n"
         "  --eps X               RMSNorm ε, written as that f32 (default 1e-5 llama, 1e-6 qwen)\n"
         "  --theta X             RoPE θ (default 1e4 llama, 1e6 qwen, 1e7 qwen35)\n"
-        "  --type T              projection weights: F32 F16 BF16 Q8_0 Q4_0 Q5_0 Q4_K Q6_K (default F32)\n"
+        "  --type T              projection weights: F32 F16 BF16 Q8_0 Q4_0 Q5_0 Q4_K Q5_K Q6_K\n"
+        "                        (default F32)\n"
         "  --embd-type T         token embedding (and untied output) type (default F32)\n"
         "  --tied | --untied     output.weight absent (tied to token_embd) or present\n"
         "  --vocab N             embedding rows when there is no --vocab-from (default 256)\n"
@@ -71,8 +72,9 @@ static bool whole(const char *flag, const char *arg, unsigned long long lo, unsi
 }
 
 static bool type_of(const char *name, kiln_type *out) {
-  static const kiln_type types[] = {KILN_TYPE_F32,  KILN_TYPE_F16,  KILN_TYPE_BF16, KILN_TYPE_Q8_0,
-                                    KILN_TYPE_Q4_0, KILN_TYPE_Q5_0, KILN_TYPE_Q4_K, KILN_TYPE_Q6_K};
+  static const kiln_type types[] = {KILN_TYPE_F32,  KILN_TYPE_F16,  KILN_TYPE_BF16,
+                                    KILN_TYPE_Q8_0, KILN_TYPE_Q4_0, KILN_TYPE_Q5_0,
+                                    KILN_TYPE_Q4_K, KILN_TYPE_Q5_K, KILN_TYPE_Q6_K};
   for (size_t i = 0; i < sizeof types / sizeof types[0]; i++)
     if (!strcasecmp(name, kiln_type_name(types[i]))) {
       *out = types[i];

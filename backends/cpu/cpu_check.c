@@ -22,7 +22,7 @@ static kiln_status type_unsupported(const cpu_ctx *ctx, const kiln_node *node, c
                         KILN_NAME_MAX, t->name, kiln_type_name(t->type), (int)t->type, expected);
 }
 
-static const char weight_types[] = "F32, F16, BF16, Q4_0, Q5_0, Q8_0, Q4_K or Q6_K";
+static const char weight_types[] = "F32, F16, BF16, Q4_0, Q5_0, Q8_0, Q4_K, Q5_K or Q6_K";
 
 /* A present tensor must be F32 (activation, KV cache). */
 static kiln_status want_f32(const cpu_ctx *ctx, const kiln_node *node, const char *what,

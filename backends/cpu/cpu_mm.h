@@ -20,9 +20,9 @@
  *        a row is read from memory once per token.
  *          dot_f32 (every type): exact weights times the f32 column,
  *        accumulated as the GEMM does (the same bits).
- *          dot_q16 (block-quantized weights: Q4_0, Q5_0, Q8_0, Q4_K, Q6_K;
- *        [cpu] matvec = int16, the default): against the column quantized
- *        per block of 32 values to int16
+ *          dot_q16 (block-quantized weights: Q4_0, Q5_0, Q8_0, Q4_K, Q5_K,
+ *        Q6_K; [cpu] matvec = int16, the default): against the column
+ *        quantized per block of 32 values to int16
  *        (cpu_mm_q16_quantize): x^[i] = d * q[i], d = max|x| / 32767, so
  *        |x^[i] - x[i]| <= max|x| / 65534 in each block (llama.cpp rounds
  *        to int8, 256 times coarser). The integer weights and q are
@@ -75,8 +75,8 @@ static inline int64_t cpu_mm_k8(int64_t K) { return (K + 7) & ~(int64_t)7; }
 static inline int64_t cpu_mm_q16_bytes(int64_t K) { return K * 2 + (K / CPU_MM_Q16_BLOCK) * 8; }
 
 /* The AVX2 kernels for `type` (F32, F16, BF16, Q4_0, Q5_0, Q8_0, Q4_K,
- * Q6_K), or false when there are none (another type, or a build without
- * the x86-64 kernels). Call only when cpu_simd_detect() said AVX2. */
+ * Q5_K, Q6_K), or false when there are none (another type, or a build
+ * without the x86-64 kernels). Call only when cpu_simd_detect() said AVX2. */
 bool cpu_mm_kernels_avx2(kiln_type type, cpu_mm_kernels *out);
 
 /* Quantizes x[0..K) (K a multiple of 32) into buf (cpu_mm_q16_bytes(K)

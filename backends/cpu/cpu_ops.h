@@ -137,7 +137,7 @@ kiln_status cpu_op_get_columns(const cpu_ctx *ctx, const kiln_node *node, const 
 /* --- weights (cpu_weights.c) --------------------------------------------- */
 
 /* Is `type` a weight type the cpu backend reads (F32, F16, BF16, Q4_0, Q5_0,
- * Q8_0, Q4_K, Q6_K)? */
+ * Q8_0, Q4_K, Q5_K, Q6_K)? */
 bool cpu_weight_type_ok(kiln_type type);
 
 /* Row `row` of a weight of `type` with rows of n values (row_bytes bytes) as

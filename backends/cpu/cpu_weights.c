@@ -11,7 +11,8 @@
 bool cpu_weight_type_ok(kiln_type type) {
   switch (type) {
   case KILN_TYPE_F32: case KILN_TYPE_F16: case KILN_TYPE_BF16: case KILN_TYPE_Q4_0:
-  case KILN_TYPE_Q5_0: case KILN_TYPE_Q8_0: case KILN_TYPE_Q4_K: case KILN_TYPE_Q6_K:
+  case KILN_TYPE_Q5_0: case KILN_TYPE_Q8_0: case KILN_TYPE_Q4_K: case KILN_TYPE_Q5_K:
+  case KILN_TYPE_Q6_K:
     return true;
   default:
     return false;

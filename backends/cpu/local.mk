@@ -17,6 +17,7 @@ backends_cpu_libkilncpuops_la_SOURCES = \
 	backends/cpu/mm_avx2_q4_0.c \
 	backends/cpu/mm_avx2_q5_0.c \
 	backends/cpu/mm_avx2_q4_k.c \
+	backends/cpu/mm_avx2_q5_k.c \
 	backends/cpu/mm_avx2_q6_k.c \
 	backends/cpu/mm_avx2_q16.c \
 	backends/cpu/mm_avx2_gemm.c \

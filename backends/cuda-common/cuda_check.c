@@ -13,14 +13,15 @@
 bool kiln_cuda_weight_type_ok(kiln_type type) {
   switch (type) {
   case KILN_TYPE_F32: case KILN_TYPE_F16: case KILN_TYPE_BF16: case KILN_TYPE_Q4_0:
-  case KILN_TYPE_Q5_0: case KILN_TYPE_Q8_0: case KILN_TYPE_Q4_K: case KILN_TYPE_Q6_K:
+  case KILN_TYPE_Q5_0: case KILN_TYPE_Q8_0: case KILN_TYPE_Q4_K: case KILN_TYPE_Q5_K:
+  case KILN_TYPE_Q6_K:
     return true;
   default:
     return false;
   }
 }
 
-static const char weight_types[] = "F32, F16, BF16, Q4_0, Q5_0, Q8_0, Q4_K or Q6_K";
+static const char weight_types[] = "F32, F16, BF16, Q4_0, Q5_0, Q8_0, Q4_K, Q5_K or Q6_K";
 
 static kiln_status type_unsupported(const kiln_host_api *host, const kiln_node *node,
                                     const char *what, const kiln_tensor *t, const char *expected) {

@@ -59,8 +59,9 @@
    .default_value = "q16",                                                    \
    .choices = "f32|q16|q8",                                                   \
    .help = "how a decode matvec meets a block-quantized weight (Q4_0, Q5_0, " \
-           "Q8_0, Q4_K, Q6_K): f32 = exact, weights dequantized to f32 and "  \
-           "multiplied by f32 activations; q16 = activations rounded per 32 " \
+           "Q8_0, Q4_K, Q5_K, Q6_K): f32 = exact, weights dequantized to "    \
+           "f32 and multiplied by f32 activations; q16 = activations "        \
+           "rounded per 32 "                                                  \
            "values to 16-bit integers (about 2e-5 relative) for int8 dot "    \
            "products, much faster, within parity's default thresholds "      \
            "against cpu:f64; q8 = 8-bit "                                     \

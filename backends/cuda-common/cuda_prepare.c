@@ -262,8 +262,10 @@ static kiln_status prepare_attention_prefill(kiln_cuda_backend *be, const kiln_n
 
 /* Whether a block type's blocks are only 2-byte aligned (sizes 18, 22, 34,
  * 210): read directly, a decoder takes them in 2-byte pieces, and every
- * piece fetches whole sectors again (L1 is bypassed for weights). */
-static bool mvq_unaligned(kiln_type t) { return t != KILN_TYPE_Q4_K; }
+ * piece fetches whole sectors again (L1 is bypassed for weights). Q4_K's
+ * 144 and Q5_K's 176 bytes are multiples of 16: read directly, in 16-byte
+ * loads. */
+static bool mvq_unaligned(kiln_type t) { return t != KILN_TYPE_Q4_K && t != KILN_TYPE_Q5_K; }
 
 /* The persistent bulk-copy shape (stages > 0) for the matrices m[0..n-1]
  * where the H200 measured it faster (tools/device/mvq-bulk/, README
@@ -273,13 +275,16 @@ static bool mvq_unaligned(kiln_type t) { return t != KILN_TYPE_Q4_K; }
  * 25.0 against 32.6 staged (the same shape: 8 warps sharing a row), the
  * Q6_K output head (3584 x 152064) 138.1 against 190.4 (8 rows a group);
  * the small Q/K/V and output projections were not faster, so they keep the
- * block-per-set grid. Warps 0: none. */
+ * block-per-set grid. Q5_K takes Q4_K's shapes (Q5_K_M's and Q5_K_S's
+ * gate+up and down, a Q4_K_M's fused attn_qkv): the same lanes and
+ * 16-byte loads, 176 bytes a block for 144; no device has measured Q5_K
+ * yet, so these are Q4_K's numbers, not its own. Warps 0: none. */
 static kiln_cuda_matvec_shape mvq_bulk_shape(const kiln_cuda_mvq_member *m, uint32_t n) {
   int64_t rows = 0;
-  bool all_q4k = true, all_q6k = true;
+  bool all_q4k = true, all_q6k = true; /* all_q4k: Q4_K or Q5_K */
   for (uint32_t i = 0; i < n; i++) {
     rows += m[i].rows;
-    all_q4k = all_q4k && m[i].w_type == KILN_TYPE_Q4_K;
+    all_q4k = all_q4k && (m[i].w_type == KILN_TYPE_Q4_K || m[i].w_type == KILN_TYPE_Q5_K);
     all_q6k = all_q6k && m[i].w_type == KILN_TYPE_Q6_K;
   }
   const bool long_rows = m[0].k >= 8192;
@@ -309,7 +314,8 @@ static bool mvq_bulk_fits(const kiln_cuda_backend *be, const kiln_cuda_mvq_membe
  * Q6_K matrices; README, "Speed"): mostly direct rows take 4 warps sharing
  * a row 4 ways (2 ways for rows of 8192 values or more), mostly staged
  * rows 8 warps sharing it 4 ways with 4 rows a group (2 for few long
- * rows). A shape with stages reads every matrix directly. */
+ * rows). Q5_K, direct like Q4_K, takes Q4_K's shapes unmeasured (no device
+ * has run it). A shape with stages reads every matrix directly. */
 static kiln_cuda_matvec_shape mvq_shape(const kiln_cuda_backend *be, kiln_cuda_mvq_member *m,
                                         uint32_t n) {
   int64_t staged_rows = 0, rows = 0;

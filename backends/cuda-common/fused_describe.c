@@ -24,13 +24,13 @@ uint64_t kiln_cuda_xq_col_bytes(int64_t k, kiln_cuda_quant q) {
 
 static bool block_type(kiln_type t) {
   return t == KILN_TYPE_Q4_0 || t == KILN_TYPE_Q5_0 || t == KILN_TYPE_Q8_0 || t == KILN_TYPE_Q4_K ||
-         t == KILN_TYPE_Q6_K;
+         t == KILN_TYPE_Q5_K || t == KILN_TYPE_Q6_K;
 }
 
 /* Shared bytes one staged row of type t takes (matvec_q_stage.cuh's
  * SROW: the 16-byte words a warp step's 32 / LPB blocks can touch). */
 static uint32_t staged_row_bytes(kiln_type t) {
-  const uint32_t lpb = t == KILN_TYPE_Q4_K || t == KILN_TYPE_Q6_K ? 8u : 2u;
+  const uint32_t lpb = kiln_type_block_size(t) == 256 ? 8u : 2u; /* K-quants: 8 lanes a block */
   return 16u * (32u / lpb * (uint32_t)kiln_type_row_bytes(t, kiln_type_block_size(t)) / 16u + 2u);
 }
 
@@ -62,7 +62,7 @@ kiln_status kiln_cuda_matvec_q_describe(const kiln_host_api *host, kiln_kcompile
   if (!kiln_cuda_matvec_q_ok(node))
     return kiln_node_error(host, KILN_STATUS_INVALID_ARGUMENT, node,
                            "matvec_q needs a mul_mat of a block weight (Q4_0, Q5_0, Q8_0, Q4_K, "
-                           "Q6_K) with no bias or an F32, F16 or BF16 one");
+                           "Q5_K, Q6_K) with no bias or an F32, F16 or BF16 one");
   KILN_RETURN_IF_ERROR(want_quant(host, node, q));
   if (n_members < 1 || n_members > 3)
     return kiln_node_error(host, KILN_STATUS_INVALID_ARGUMENT, node,

@@ -100,7 +100,7 @@ static const char matvec_source[] =
 
 static const kiln_kparam_decl matvec_params[] = {
     {"w_type", KILN_KPARAM_DTYPE, KILN_KPARAM_BAKED,
-     "the weight's type: F32|F16|BF16|Q4_0|Q5_0|Q8_0|Q4_K|Q6_K"},
+     "the weight's type: F32|F16|BF16|Q4_0|Q5_0|Q8_0|Q4_K|Q5_K|Q6_K"},
     {"k", KILN_KPARAM_I64, KILN_KPARAM_BAKED, "row length K: the weight's ne0"},
     {"warps", KILN_KPARAM_I64, KILN_KPARAM_BAKED, "warps per block (1..32)"},
     {"k_split", KILN_KPARAM_I64, KILN_KPARAM_BAKED,
@@ -592,7 +592,7 @@ static const char matvec_q_source[] =
 
 #define MVQ_MATRIX_PARAMS(i)                                                       \
   {"type" #i, KILN_KPARAM_STR, KILN_KPARAM_BAKED,                                  \
-   "matrix " #i "'s weight type: Q4_0|Q5_0|Q8_0|Q4_K|Q6_K (none: absent)"},        \
+   "matrix " #i "'s weight type: Q4_0|Q5_0|Q8_0|Q4_K|Q5_K|Q6_K (none: absent)"},   \
       {"rows" #i, KILN_KPARAM_I64, KILN_KPARAM_BAKED,                              \
        "matrix " #i "'s rows N (its ne1; 0: absent)"},                             \
       {"bias" #i, KILN_KPARAM_STR, KILN_KPARAM_BAKED,                              \

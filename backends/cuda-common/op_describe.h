@@ -21,7 +21,7 @@
 #define KILN_CUDA_MAX_HEAD_DIM 256
 
 /* Is `type` a weight type the CUDA kernels decode (F32, F16, BF16, Q4_0,
- * Q5_0, Q8_0, Q4_K, Q6_K)? */
+ * Q5_0, Q8_0, Q4_K, Q5_K, Q6_K)? */
 bool kiln_cuda_weight_type_ok(kiln_type type);
 
 /* NULL when the CUDA backends implement node's op with its operand types
@@ -250,7 +250,7 @@ const char *kiln_cuda_quant_name(kiln_cuda_quant q);
 uint64_t kiln_cuda_xq_col_bytes(int64_t k, kiln_cuda_quant q);
 
 /* Whether matvec_q can run MUL_MAT `node`: a block weight (Q4_0, Q5_0,
- * Q8_0, Q4_K, Q6_K) and no bias or an F32/F16/BF16 one. */
+ * Q8_0, Q4_K, Q5_K, Q6_K) and no bias or an F32/F16/BF16 one. */
 bool kiln_cuda_matvec_q_ok(const kiln_node *node);
 
 /* What matvec_q needs of one of its matrices, copied from its node at

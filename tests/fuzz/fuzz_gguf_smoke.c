@@ -49,9 +49,10 @@ static void make_seed(uint32_t alignment, void **out, size_t *out_size) {
   check(kiln_gguf_writer_set_arr(w, "u16s", KILN_GGUF_UINT16, u16, 2), "u16s");
   float v[512];
   for (int i = 0; i < 512; i++) v[i] = (float)((i * 37) % 101) / 50.0f - 1.0f;
-  const kiln_type tt[] = {KILN_TYPE_F32,  KILN_TYPE_F16,  KILN_TYPE_BF16, KILN_TYPE_Q8_0,
-                          KILN_TYPE_Q4_0, KILN_TYPE_Q5_0, KILN_TYPE_Q4_K, KILN_TYPE_Q6_K};
-  for (int k = 0; k < 8; k++) {
+  const kiln_type tt[] = {KILN_TYPE_F32,  KILN_TYPE_F16,  KILN_TYPE_BF16,
+                          KILN_TYPE_Q8_0, KILN_TYPE_Q4_0, KILN_TYPE_Q5_0,
+                          KILN_TYPE_Q4_K, KILN_TYPE_Q5_K, KILN_TYPE_Q6_K};
+  for (int k = 0; k < 9; k++) {
     char name[32];
     snprintf(name, sizeof name, "blk.%d.w", k);
     int64_t ne[2] = {k < 6 ? 32 : 256, k < 6 ? 2 : 1};

@@ -389,9 +389,10 @@ uint8_t *kg_pack_weight(kiln_type type, int64_t K, int64_t rows, uint64_t pad, i
       case KILN_TYPE_Q5_0: put16(p, f16(kg_uniform(r, 0.01, 0.2))); break;
       case KILN_TYPE_Q8_0: put16(p, f16(kg_uniform(r, -0.01, 0.01))); break;
       case KILN_TYPE_Q4_K:
+      case KILN_TYPE_Q5_K:
         put16(p, f16(kg_uniform(r, 0.001, 0.01)));     /* d */
         put16(p + 2, f16(kg_uniform(r, 0.001, 0.02))); /* dmin */
-        break;                                          /* 12 scale bytes, 128 quant bytes: random */
+        break; /* 12 scale bytes, (Q5_K: 32 high-bit bytes,) 128 quant bytes: random */
       case KILN_TYPE_Q6_K:
         for (int i = 0; i < 16; i++) p[192 + i] = (uint8_t)(int8_t)(kg_u32(r) % 127 - 63);
         put16(p + 208, f16(kg_uniform(r, 0.0005, 0.004)));

@@ -85,11 +85,22 @@ endif
 check_PROGRAMS += tests/unit/test_matvec_q_host
 TESTS += tests/unit/test_matvec_q_host
 tests_unit_test_matvec_q_host_SOURCES = tests/unit/test_matvec_q_host.cc \
-	tests/unit/matvec_q_host_prims.h tests/unit/matvec_q_host_check.h
+	tests/unit/matvec_q_host_prims.h tests/unit/matvec_q_host_check.h tests/unit/q5_k_ref.h
 tests_unit_test_matvec_q_host_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/tests/gpu \
 	-I$(top_srcdir)/backends/cuda-common/kernels
 tests_unit_test_matvec_q_host_CXXFLAGS = $(CMOCKA_CFLAGS) -I$(top_srcdir)/tests -std=gnu++17
 tests_unit_test_matvec_q_host_LDADD = $(kiln_gpu_test_libs)
+
+# The weight decoders of wtype_common.cuh compiled for the host (C++), one
+# namespace per weight type: no device, no CUDA.
+check_PROGRAMS += tests/unit/test_wtype_host
+TESTS += tests/unit/test_wtype_host
+tests_unit_test_wtype_host_SOURCES = tests/unit/test_wtype_host.cc tests/unit/wtype_host_one.h \
+	tests/unit/q5_k_ref.h
+tests_unit_test_wtype_host_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/tests/gpu \
+	-I$(top_srcdir)/backends/cuda-common/kernels
+tests_unit_test_wtype_host_CXXFLAGS = $(CMOCKA_CFLAGS) -I$(top_srcdir)/tests -std=gnu++17
+tests_unit_test_wtype_host_LDADD = $(kiln_gpu_test_libs)
 
 # The split decode attention kernels run on the host, block by block, on
 # green threads (tests/unit/cuda_block_emu.h): no device, no CUDA.

@@ -51,7 +51,7 @@ static const mv_case mv_cases[] = {
     {KILN_TYPE_F32, 1000},  {KILN_TYPE_F32, 1001},  {KILN_TYPE_F16, 1000},
     {KILN_TYPE_F16, 1001},  {KILN_TYPE_BF16, 1000}, {KILN_TYPE_BF16, 1001},
     {KILN_TYPE_Q4_0, 1312}, {KILN_TYPE_Q5_0, 1312}, {KILN_TYPE_Q8_0, 1312},
-    {KILN_TYPE_Q4_K, 2816}, {KILN_TYPE_Q6_K, 2816},
+    {KILN_TYPE_Q4_K, 2816}, {KILN_TYPE_Q6_K, 2816}, {KILN_TYPE_Q5_K, 2816},
 };
 #define N_MV_CASES (sizeof mv_cases / sizeof mv_cases[0])
 
@@ -153,7 +153,7 @@ static void test_mul_mat_exact_end(void **state) {
 
 static const kiln_type all_types[] = {KILN_TYPE_F32,  KILN_TYPE_F16,  KILN_TYPE_BF16,
                                       KILN_TYPE_Q4_0, KILN_TYPE_Q5_0, KILN_TYPE_Q8_0,
-                                      KILN_TYPE_Q4_K, KILN_TYPE_Q6_K};
+                                      KILN_TYPE_Q4_K, KILN_TYPE_Q5_K, KILN_TYPE_Q6_K};
 
 /* GET_ROWS: 9 tokens whose ids include the last of 23 rows; bit-exact. */
 static void test_get_rows_last_row(void **state) {

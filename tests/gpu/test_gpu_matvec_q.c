@@ -1,18 +1,18 @@
 /* The quantized-activation matvec (activations = q16 / q8: quantize and
  * matvec_q) and the fused kernels, on every CUDA backend:
- *   - every block type (Q4_0, Q5_0, Q8_0, Q4_K, Q6_K), K of 768, 2816 and
- *     3584, 67 rows, with and without a bias, in both widths, against two
- *     references: the f64 product of the dequantized weights with the f32
- *     x (the mode's accuracy: within kg_mode_tol), and the f64 product with
- *     x quantized here exactly as act_quant.cuh does it (rint(x * (Q /
- *     max|x|)) per 32 values, Q = 32767 or 127; Q4_K's minimum times the
- *     exact x), which the kernel's integer sums must meet to 2e-6: a quant
+ *   - every block type (Q4_0, Q5_0, Q8_0, Q4_K, Q5_K, Q6_K), K of 768, 2816
+ *     and 3584, 67 rows, with and without a bias, in both widths, against
+ *     two references: the f64 product of the dequantized weights with the
+ *     f32 x (the mode's accuracy: within kg_mode_tol), and the f64 product
+ *     with x quantized here exactly as act_quant.cuh does it (rint(x * (Q /
+ *     max|x|)) per 32 values, Q = 32767 or 127; Q4_K's and Q5_K's minimum
+ *     times the exact x), which the kernel's integer sums must meet to 2e-6: a quant
  *     decoded wrongly shows there at once, while the mode's rounding does
  *     not hide it;
  *   - a layer's worth of nodes as one step, fused (and fused with every
  *     matvec_q on the persistent bulk-copy grid) (residual ADD + RMSNorm
  *     + quantizing the normed row, Q/K/V of three block types with biases
- *     as one launch, SwiGLU + quantizing, the down projection) against the
+ *     as one launch, SwiGLU + quantizing, the down projection in Q5_K) against the
  *     same step with fuse = false and against f64: every output the same
  *     within 1e-5 of the unfused step, and within the mode's tolerance of
  *     f64; the ADD's sum bit-exact;
@@ -39,7 +39,7 @@
 #include "testutil.h"
 
 static const kiln_type block_types[] = {KILN_TYPE_Q4_0, KILN_TYPE_Q5_0, KILN_TYPE_Q8_0,
-                                        KILN_TYPE_Q4_K, KILN_TYPE_Q6_K};
+                                        KILN_TYPE_Q4_K, KILN_TYPE_Q5_K, KILN_TYPE_Q6_K};
 #define N_BLOCK_TYPES (sizeof block_types / sizeof block_types[0])
 static const int64_t ks[] = {768, 2816, 3584};
 #define N_KS (sizeof ks / sizeof ks[0])
@@ -65,18 +65,19 @@ static void quantize_like_the_gpu(const float *x, int64_t k, int bits, double *x
 }
 
 /* The weight split as the kernels use it: w = a - m with m the part a
- * per-block minimum contributes (Q4_K: dmin * m_j; other types: 0), both
- * as kiln_dequantize rounds them. */
+ * per-block minimum contributes (Q4_K, Q5_K: dmin * m_j; other types: 0),
+ * both as kiln_dequantize rounds them. */
 static void split_weight(kiln_type type, const uint8_t *w, int64_t k, int64_t rows, float **out_a,
                          float **out_m) {
   float *full = kg_dequant(type, w, k, rows);
   float *m = kg_alloc((size_t)(k * rows) * sizeof(float));
-  if (type == KILN_TYPE_Q4_K) {
+  if (type == KILN_TYPE_Q4_K || type == KILN_TYPE_Q5_K) {
     const int64_t rb = kiln_type_row_bytes(type, k);
     const size_t bytes = rb > 0 ? (size_t)rb * (size_t)rows : 0;
+    const size_t bb = (size_t)kiln_type_block_bytes(type);
     uint8_t *nomin = kg_alloc(bytes);
     memcpy(nomin, w, bytes);
-    for (size_t b = 0; b < bytes / 144; b++) nomin[144 * b + 2] = nomin[144 * b + 3] = 0;
+    for (size_t b = 0; b < bytes / bb; b++) nomin[bb * b + 2] = nomin[bb * b + 3] = 0;
     float *a = kg_dequant(type, nomin, k, rows);
     for (int64_t i = 0; i < k * rows; i++) m[i] = a[i] - full[i];
     free(nomin);
@@ -226,7 +227,7 @@ static void tensor(layer *l, int id, kiln_type type, kiln_tensor_role role, int6
 }
 
 /* ADD(x, r) -> sum; RMS_NORM(sum) -> h; Q (Q4_K +bias), K (Q8_0 +bias),
- * V (Q6_K +bias) of h; SWIGLU(g, u) -> s; down (Q4_K) of s. */
+ * V (Q6_K +bias) of h; SWIGLU(g, u) -> s; down (Q5_K) of s. */
 static void build_layer(layer *l) {
   memset(l, 0, sizeof *l);
   kg_rng r = kg_rng_new(2024);
@@ -247,7 +248,7 @@ static void build_layer(layer *l) {
   tensor(l, T_G, KILN_TYPE_F32, KILN_ROLE_ACTIVATION, FF, 1, "gate", &r);
   tensor(l, T_U, KILN_TYPE_F32, KILN_ROLE_ACTIVATION, FF, 1, "up", &r);
   tensor(l, T_S, KILN_TYPE_F32, KILN_ROLE_ACTIVATION, FF, 1, "swiglu", &r);
-  tensor(l, T_WD, KILN_TYPE_Q4_K, KILN_ROLE_WEIGHT, FF, H, "blk.1.ffn_down.weight", &r);
+  tensor(l, T_WD, KILN_TYPE_Q5_K, KILN_ROLE_WEIGHT, FF, H, "blk.1.ffn_down.weight", &r);
   tensor(l, T_D, KILN_TYPE_F32, KILN_ROLE_ACTIVATION, H, 1, "ffn_down", &r);
   l->g.n_tensors = N_T;
   kg_graph_node(&l->g, KILN_OP_ADD, "blk.0.ffn_residual", T_X, T_R, -1, T_SUM);
@@ -287,7 +288,7 @@ static void reference(const layer *l, double *const *ref) {
   }
   const float *g = l->host[T_G], *u = l->host[T_U];
   for (int i = 0; i < FF; i++) ref[5][i] = (double)g[i] / (1.0 + exp(-(double)g[i])) * u[i];
-  float *wd = kg_dequant(KILN_TYPE_Q4_K, l->host[T_WD], FF, H);
+  float *wd = kg_dequant(l->g.t[T_WD].type, l->host[T_WD], FF, H);
   for (int n = 0; n < H; n++) {
     double s = 0;
     for (int k = 0; k < FF; k++) s += (double)wd[n * FF + k] * ref[5][k];

@@ -1,9 +1,9 @@
 /* Single ops on every CUDA backend through the plugin's ops table, against
  * float64 references and the cpu backend (precision = f64):
- *   - quantized matvec for Q4_K, Q6_K and Q8_0 with K = 768, 1280, 2816 and
- *     2176 (not a multiple of any tile; not a whole number of K-quant
- *     blocks, so Q4_K/Q6_K must be refused there, and 2304 = 9 x 256 is
- *     run instead), hand-packed blocks, with device buffers, tensor
+ *   - quantized matvec for Q4_K, Q5_K, Q6_K and Q8_0 with K = 768, 1280,
+ *     2816 and 2176 (not a multiple of any tile; not a whole number of
+ *     K-quant blocks, so the K-quants must be refused there, naming the
+ *     weight, and 2304 = 9 x 256 is run instead), hand-packed blocks, with device buffers, tensor
  *     padding, unused columns and the GEMM scratch tile
  *     poisoned with 0xFF bytes, then with 0x5A: results finite, NMSE <=
  *     1e-6 against f64, bit-identical across poisons, unused output columns
@@ -41,17 +41,18 @@
 
 static const kiln_type all_types[] = {KILN_TYPE_F32,  KILN_TYPE_F16,  KILN_TYPE_BF16,
                                       KILN_TYPE_Q4_0, KILN_TYPE_Q5_0, KILN_TYPE_Q8_0,
-                                      KILN_TYPE_Q4_K, KILN_TYPE_Q6_K};
+                                      KILN_TYPE_Q4_K, KILN_TYPE_Q5_K, KILN_TYPE_Q6_K};
 #define N_TYPES (sizeof all_types / sizeof all_types[0])
 
 /* ---- quantized matvec with poison ------------------------------------------- */
 
-static const kiln_type mv_types[] = {KILN_TYPE_Q4_K, KILN_TYPE_Q6_K, KILN_TYPE_Q8_0};
+static const kiln_type mv_types[] = {KILN_TYPE_Q4_K, KILN_TYPE_Q6_K, KILN_TYPE_Q8_0,
+                                     KILN_TYPE_Q5_K};
 static const int64_t mv_ks[] = {768, 1280, 2816, 2176, 2304};
 #define MV_N 67    /* weight rows: not a multiple of any rows-per-block */
 #define MV_CAP 4   /* activation capacity: columns past T are poison */
 #define MV_PAD 96  /* bytes of padding after the weight's rows */
-#define N_MV_TYPES 3
+#define N_MV_TYPES 4
 #define N_MV_KS 5
 
 typedef struct mv_result {
@@ -100,7 +101,8 @@ static int run_mv_cases(kiln_backend *be, uint8_t poison, mv_result res[N_MV_TYP
         kiln_status st = kg_run_op(be, &op, T, 0, out->y);
         if (!whole) {
           out->refused = st && kiln_status_code_of(st) == KILN_STATUS_INVALID_ARGUMENT &&
-                         strstr(kiln_status_message(st), "not a whole number");
+                         strstr(kiln_status_message(st), "not a whole number") &&
+                         strstr(kiln_status_message(st), "'blk.0.ffn_down.weight'");
           printf("  %-12s %-4s K=%lld T=%d poison 0x%02X: %s: %s\n", be->name,
                  kiln_type_name(type), (long long)K, T, poison,
                  out->refused ? "refused as it must be" : "NOT REFUSED",

@@ -269,5 +269,13 @@ Hello<|im_end|>
   grep -q '^| q.gguf | f32 | \*\*every node\*\* | .* | 0 | ' "$tmp/kvp" || { cat "$tmp/kvp"; fail "kv-parity.sh: f32 row"; }
   grep -q '^| q.gguf | f16 | attention | ' "$tmp/kvp" || { cat "$tmp/kvp"; fail "kv-parity.sh: f16 attention row"; }
   grep -q '^| q.gguf | q8_0 | (not possible: head_dim is 16)' "$tmp/kvp" || { cat "$tmp/kvp"; fail "kv-parity.sh: q8_0 row"; }
-  echo "ok: synth, run --chat/--raw, parity, parity --test-kv, kv-parity.sh"
+  # synth --type Q5_K (hidden and ff whole 256-value blocks): run and parity
+  "$kiln" synth --arch qwen2 --embd 256 --ff 512 --heads 4 --heads-kv 2 --layers 1 --type Q5_K \
+    --vocab-from "$models/ggml-vocab-qwen2.gguf" -o "$tmp/q5k.gguf" 2>/dev/null || fail "synth --type Q5_K"
+  "$kiln" inspect "$tmp/q5k.gguf" | grep -Eq '^ *blk\.0\.attn_q\.weight +Q5_K ' || fail "synth --type Q5_K: attn_q type"
+  "$kiln" run -m "$tmp/q5k.gguf" -p "Hello" -n 4 >/dev/null 2>"$tmp/err" || { cat "$tmp/err"; fail "run on Q5_K"; }
+  "$kiln" parity -m "$tmp/q5k.gguf" -p "Hello there" --ref cpu:f64 --test cpu --per-op >"$tmp/par" 2>&1 \
+    || { cat "$tmp/par"; fail "parity on Q5_K"; }
+  grep -q "^PASS: " "$tmp/par" || fail "parity on Q5_K: no PASS line"
+  echo "ok: synth, run --chat/--raw, parity, parity --test-kv, kv-parity.sh, synth --type Q5_K"
 fi

@@ -91,8 +91,9 @@ static void check(kiln_model *m, const char *what, int32_t batch, const kiln_con
 
 static void test_every_type(void **state) {
   (void)state;
-  static const kiln_type types[] = {KILN_TYPE_F32,  KILN_TYPE_F16,  KILN_TYPE_BF16, KILN_TYPE_Q8_0,
-                                    KILN_TYPE_Q4_0, KILN_TYPE_Q5_0, KILN_TYPE_Q4_K, KILN_TYPE_Q6_K};
+  static const kiln_type types[] = {KILN_TYPE_F32,  KILN_TYPE_F16,  KILN_TYPE_BF16,
+                                    KILN_TYPE_Q8_0, KILN_TYPE_Q4_0, KILN_TYPE_Q5_0,
+                                    KILN_TYPE_Q4_K, KILN_TYPE_Q5_K, KILN_TYPE_Q6_K};
   for (size_t i = 0; i < sizeof types / sizeof types[0]; i++) {
     kiln_model *m = model_of(types[i]);
     char what[64];

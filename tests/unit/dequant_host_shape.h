@@ -55,4 +55,5 @@ static const int terms = KILN_OPERAND_TERMS;
 #undef KILN_WT_Q5_0
 #undef KILN_WT_Q8_0
 #undef KILN_WT_Q4_K
+#undef KILN_WT_Q5_K
 #undef KILN_WT_Q6_K

@@ -8,6 +8,10 @@ gguf_unit_tests = \
 check_PROGRAMS += $(gguf_unit_tests)
 TESTS += $(gguf_unit_tests)
 EXTRA_DIST += tests/unit/gguf_testbuf.h
+# llama.cpp's Q5_K results (tests/data/quant/README.md) for test_dequant and
+# test_quantize, and the program that wrote them (built by hand, not here).
+EXTRA_DIST += tests/data/quant/q5_k_ggml.txt tests/data/quant/make_q5_k_ref.c \
+	tests/data/quant/README.md
 
 tests_unit_test_gguf_read_SOURCES = tests/unit/test_gguf_read.c
 tests_unit_test_gguf_read_CFLAGS = $(TEST_CFLAGS)
@@ -25,11 +29,11 @@ tests_unit_test_gguf_write_SOURCES = tests/unit/test_gguf_write.c
 tests_unit_test_gguf_write_CFLAGS = $(TEST_CFLAGS)
 tests_unit_test_gguf_write_LDADD = $(TEST_LIBS)
 
-tests_unit_test_dequant_SOURCES = tests/unit/test_dequant.c
+tests_unit_test_dequant_SOURCES = tests/unit/test_dequant.c tests/unit/q5_k_ref.h
 tests_unit_test_dequant_CFLAGS = $(TEST_CFLAGS)
 tests_unit_test_dequant_LDADD = $(TEST_LIBS)
 
-tests_unit_test_quantize_SOURCES = tests/unit/test_quantize.c
+tests_unit_test_quantize_SOURCES = tests/unit/test_quantize.c tests/unit/q5_k_ref.h
 tests_unit_test_quantize_CFLAGS = $(TEST_CFLAGS)
 tests_unit_test_quantize_LDADD = $(TEST_LIBS)
 
@@ -48,7 +52,7 @@ tests_unit_test_gguf_malformed_san_LDADD = tests/libkilntest.la $(CMOCKA_LIBS) -
 # undefined float-to-int conversion.
 check_PROGRAMS += tests/unit/test_quantize_san
 TESTS += tests/unit/test_quantize_san
-tests_unit_test_quantize_san_SOURCES = tests/unit/test_quantize.c \
+tests_unit_test_quantize_san_SOURCES = tests/unit/test_quantize.c tests/unit/q5_k_ref.h \
 	$(kiln_gguf_quant_sources) core/src/base/status.c
 tests_unit_test_quantize_san_CFLAGS = $(TEST_CFLAGS) $(KILN_SAN_CFLAGS)
 tests_unit_test_quantize_san_LDFLAGS = $(KILN_SAN_CFLAGS)

@@ -34,8 +34,8 @@ static void quantize_column(const float *x, int k, kiln_u8 *xq, double *xhat) {
 
 /* One row of K values of type T: the lanes' shares of every block, added
  * in double, against the f64 sum of a_i xhat_i - m_i x_i (the kernel's
- * arithmetic: Q4_K's minimum times the exact x). Returns the relative
- * error. */
+ * arithmetic: Q4_K's and Q5_K's minimum times the exact x). Returns the
+ * relative error. */
 template <int T>
 static double row_error(kiln_type type, const uint8_t *w, const float *a, const float *m,
                         const float *x, int k, kiln_u8 *xq) {
@@ -65,6 +65,7 @@ static double type_error(kiln_type type, const uint8_t *w, const float *a, const
   case KILN_TYPE_Q5_0: return row_error<KILN_QT_Q5_0>(type, w, a, m, x, k, xq);
   case KILN_TYPE_Q8_0: return row_error<KILN_QT_Q8_0>(type, w, a, m, x, k, xq);
   case KILN_TYPE_Q4_K: return row_error<KILN_QT_Q4_K>(type, w, a, m, x, k, xq);
+  case KILN_TYPE_Q5_K: return row_error<KILN_QT_Q5_K>(type, w, a, m, x, k, xq);
   case KILN_TYPE_Q6_K: return row_error<KILN_QT_Q6_K>(type, w, a, m, x, k, xq);
   default: fail_msg("no decoder for %s", kiln_type_name(type));
   }
@@ -129,6 +130,7 @@ static int staged_type_mismatches(kiln_type type, const kiln_u8 *w, int rows, co
   case KILN_TYPE_Q5_0: return staged_mismatches<KILN_QT_Q5_0, K, RPG>(w, rows, x, xq);
   case KILN_TYPE_Q8_0: return staged_mismatches<KILN_QT_Q8_0, K, RPG>(w, rows, x, xq);
   case KILN_TYPE_Q4_K: return staged_mismatches<KILN_QT_Q4_K, K, RPG>(w, rows, x, xq);
+  case KILN_TYPE_Q5_K: return staged_mismatches<KILN_QT_Q5_K, K, RPG>(w, rows, x, xq);
   case KILN_TYPE_Q6_K: return staged_mismatches<KILN_QT_Q6_K, K, RPG>(w, rows, x, xq);
   default: fail_msg("no decoder for %s", kiln_type_name(type));
   }

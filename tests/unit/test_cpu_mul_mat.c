@@ -25,11 +25,11 @@
 
 static const kiln_type all_types[] = {KILN_TYPE_F32,  KILN_TYPE_F16,  KILN_TYPE_BF16,
                                       KILN_TYPE_Q8_0, KILN_TYPE_Q4_0, KILN_TYPE_Q5_0,
-                                      KILN_TYPE_Q4_K, KILN_TYPE_Q6_K};
+                                      KILN_TYPE_Q4_K, KILN_TYPE_Q5_K, KILN_TYPE_Q6_K};
 
 static bool block_quantized(kiln_type t) {
   return t == KILN_TYPE_Q8_0 || t == KILN_TYPE_Q4_0 || t == KILN_TYPE_Q5_0 || t == KILN_TYPE_Q4_K ||
-         t == KILN_TYPE_Q6_K;
+         t == KILN_TYPE_Q5_K || t == KILN_TYPE_Q6_K;
 }
 
 /* The columns as the int16 dot kernels see them, from cpu_mm.h's rule
@@ -216,7 +216,7 @@ static void test_deq_exact(void **state) {
         const uint16_t h = (uint16_t)(0x2000 + (int)kct_uniform(&rng, 0, 0x1000)); /* ~2^-7 .. 2^-5 */
         int at = t == KILN_TYPE_Q6_K ? 208 : 0;
         memcpy(p + at, &h, 2);
-        if (t == KILN_TYPE_Q4_K) memcpy(p + 2, &h, 2);
+        if (t == KILN_TYPE_Q4_K || t == KILN_TYPE_Q5_K) memcpy(p + 2, &h, 2); /* dmin */
         (void)bs;
       }
     } else if (t == KILN_TYPE_F32) {
@@ -334,6 +334,12 @@ static void test_bad_nodes(void **state) {
   /* K = 500 is not a whole number of Q4_K blocks of 256 */
   tw.ne[0] = tx.ne[0] = 500;
   KT_ASSERT_ERR(cpu_node_validate(&ctx, &node), KILN_STATUS_INVALID_ARGUMENT, "Q4_K");
+  /* and of Q5_K's, naming the weight */
+  tw.type = KILN_TYPE_Q5_K;
+  KT_ASSERT_ERR(cpu_node_validate(&ctx, &node), KILN_STATUS_INVALID_ARGUMENT,
+                "'blk.0.ffn_up.weight': row length 500 is not a whole number of Q5_K blocks of "
+                "256 values");
+  tw.type = KILN_TYPE_Q4_K;
   tw.ne[0] = tx.ne[0] = 512;
   /* nbytes too small for the shape */
   tw.nbytes -= 1;

@@ -21,7 +21,7 @@
 
 static const kiln_type all_types[] = {KILN_TYPE_F32,  KILN_TYPE_F16,  KILN_TYPE_BF16,
                                       KILN_TYPE_Q8_0, KILN_TYPE_Q4_0, KILN_TYPE_Q5_0,
-                                      KILN_TYPE_Q4_K, KILN_TYPE_Q6_K};
+                                      KILN_TYPE_Q4_K, KILN_TYPE_Q5_K, KILN_TYPE_Q6_K};
 
 /* GET_ROWS returns exactly kiln_dequantize's values of the chosen rows. */
 static void test_get_rows_every_type(void **state) {

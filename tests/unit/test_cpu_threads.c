@@ -165,7 +165,8 @@ static void test_ops_bitwise(void **state) {
   static const struct {
     kiln_type type;
     int64_t T;
-  } mm_cases[] = {{KILN_TYPE_F32, 1}, {KILN_TYPE_Q4_K, 7}, {KILN_TYPE_Q5_0, 1}, {KILN_TYPE_Q6_K, 3}};
+  } mm_cases[] = {{KILN_TYPE_F32, 1},  {KILN_TYPE_Q4_K, 7}, {KILN_TYPE_Q5_0, 1},
+                  {KILN_TYPE_Q6_K, 3}, {KILN_TYPE_Q5_K, 2}, {KILN_TYPE_Q5_K, 5}};
   for (size_t q = 0; q < sizeof mm_cases / sizeof mm_cases[0]; q++) {
     kiln_type wt = mm_cases[q].type;
     const int64_t K = 1024, N = 300, T = mm_cases[q].T;

@@ -36,7 +36,7 @@ static const char *const archs[] = {"sm_90", "sm_120", "sm_121"};
 
 static const kiln_type all_types[] = {KILN_TYPE_F32,  KILN_TYPE_F16,  KILN_TYPE_BF16,
                                       KILN_TYPE_Q4_0, KILN_TYPE_Q5_0, KILN_TYPE_Q8_0,
-                                      KILN_TYPE_Q4_K, KILN_TYPE_Q6_K};
+                                      KILN_TYPE_Q4_K, KILN_TYPE_Q5_K, KILN_TYPE_Q6_K};
 
 typedef struct shape {
   const char *name;
@@ -403,6 +403,18 @@ static void test_describe_refuses(void **state) {
                 KILN_STATUS_INVALID_ARGUMENT,
                 "mul_mat node 'blk.0.ffn_down': weight src0 'blk.0.ffn_down.weight': row length "
                 "2176 is not a whole number of Q4_K blocks");
+  build(g, &s, KILN_TYPE_Q5_K); /* Q5_K's the same, on both decode paths */
+  g->ff_w.nbytes = 1u << 30;
+  KT_ASSERT_ERR(kiln_cuda_matvec_describe(h, c, &g->mm_ff, &mv_shape, &d),
+                KILN_STATUS_INVALID_ARGUMENT,
+                "mul_mat node 'blk.0.ffn_down': weight src0 'blk.0.ffn_down.weight': row length "
+                "2176 is not a whole number of Q5_K blocks");
+  kiln_cuda_mvq_member mq = kiln_cuda_mvq_member_of(&g->mm_ff);
+  KT_ASSERT_ERR(kiln_cuda_matvec_q_describe(h, c, &g->mm_ff, &mq, 1, &mv_shape,
+                                            KILN_CUDA_QUANT_Q16, &d),
+                KILN_STATUS_INVALID_ARGUMENT,
+                "weight src0 'blk.0.ffn_down.weight': row length 2176 is not a whole number of "
+                "Q5_K blocks");
   build(g, &shapes[1], KILN_TYPE_Q8_0);
   g->attn.p.attention.head_dim = 512;
   KT_ASSERT_ERR(kiln_cuda_attention_describe(h, c, &g->attn, 4, &d), KILN_STATUS_UNSUPPORTED,

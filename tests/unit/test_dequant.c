@@ -4,7 +4,10 @@
  * (never all-zero blocks), and every quant level appears, so a swapped
  * nibble, a misplaced high bit or a wrong sub-block scale changes a value.
  * The fixtures are chosen so the f32 results are exact, hence equal to the
- * double reference bit for bit. Also: F16 and BF16 for all 65536 bit
+ * double reference bit for bit. Q5_K also against llama.cpp's own
+ * dequantize_row_q5_K (tests/data/quant/q5_k_ggml.txt): 256 blocks whose
+ * scale, high-bit and quant bytes each take all 256 values, with d and
+ * dmin that make the results round. Also: F16 and BF16 for all 65536 bit
  * patterns against an ldexp reference, their rounding from f32, and the
  * order of f32 operations ggml uses where results are not exact. */
 #include "config.h"
@@ -15,6 +18,7 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -22,6 +26,7 @@
 
 #include "kiln/dequant.h"
 #include "kiln/half.h"
+#include "q5_k_ref.h"
 #include "testutil.h"
 
 /* Compares f32 results with double references exactly: each reference must
@@ -133,6 +138,112 @@ static void test_q4_k_fixture(void **state) {
   assert_true(got[3 * 32 + 15] == 0.5f * 63 * 15 - 0.25f * 45);
   /* sub-block 4: scale 5, min 63 (both with high bits in bytes 0 and 4) */
   assert_true(got[4 * 32 + 1] == 0.5f * 5 * 1 - 0.25f * 63);
+}
+
+/* ---- Q5_K ------------------------------------------------------------------ */
+
+/* Packs one Q5_K block: f16 d, f16 dmin, the 12 scale bytes as Q4_K's,
+ * qh[32], then qs[128] as Q4_K's quants: value 32j + l of sub-block j
+ * (0..7) keeps its low 4 bits in qs[32 (j / 2) + l] (the low nibble for
+ * even j, the high for odd) and its fifth bit at bit j of qh[l]. */
+static void pack_q5_k(uint8_t *blk, uint16_t d, uint16_t dmin, const uint8_t sc[8],
+                      const uint8_t mn[8], const uint8_t q[256]) {
+  uint8_t k4[144], q4[256];
+  for (int v = 0; v < 256; v++) q4[v] = q[v] & 15;
+  pack_q4_k(k4, d, dmin, sc, mn, q4); /* header and nibbles as Q4_K's */
+  memcpy(blk, k4, 16);
+  memset(blk + 16, 0, 32);
+  for (int v = 0; v < 256; v++) blk[16 + v % 32] |= (uint8_t)((q[v] >> 4) << (v / 32));
+  memcpy(blk + 48, k4 + 16, 128);
+}
+
+static void test_q5_k_fixture(void **state) {
+  (void)state;
+  const uint8_t sc[8] = {1, 17, 33, 63, 5, 21, 37, 62};
+  const uint8_t mn[8] = {0, 9, 27, 45, 63, 2, 18, 50};
+  uint8_t q0[256], q1[256], sc1[8], mn1[8];
+  int fifth = 0;
+  for (int i = 0; i < 256; i++) {
+    q0[i] = (uint8_t)(i % 32); /* every level, the fifth bit on half */
+    q1[i] = (uint8_t)((13 * i + 7) % 32);
+    fifth += q0[i] >> 4;
+  }
+  assert_int_equal(fifth, 128);
+  for (int j = 0; j < 8; j++) {
+    sc1[j] = sc[7 - j];
+    mn1[j] = mn[7 - j];
+  }
+  uint8_t blk[2 * 176];
+  pack_q5_k(blk, 0x3800 /* 0.5 */, 0x3400 /* 0.25 */, sc, mn, q0);
+  pack_q5_k(blk + 176, 0x4000 /* 2.0 */, 0x3c00 /* 1.0 */, sc1, mn1, q1);
+  assert_int_equal(kiln_type_block_bytes(KILN_TYPE_Q5_K), 176);
+  assert_int_equal(kiln_type_block_size(KILN_TYPE_Q5_K), 256);
+  double want[512];
+  for (int i = 0; i < 256; i++) {
+    int sb = i / 32;
+    want[i] = 0.5 * sc[sb] * q0[i] - 0.25 * mn[sb];
+    want[256 + i] = 2.0 * sc1[sb] * q1[i] - 1.0 * mn1[sb];
+  }
+  float got[512];
+  KT_ASSERT_OK(kiln_dequantize(KILN_TYPE_Q5_K, blk, got, 512));
+  expect_exact("q5_K", got, want, 512);
+  /* written out: sub-block 7 (scale 62, min 50), value 31 (fifth bit at
+   * bit 7 of qh[31]) */
+  assert_true(got[7 * 32 + 31] == 0.5f * 62 * 31 - 0.25f * 50);
+  assert_true((blk[16 + 31] & 0x80) != 0);
+}
+
+/* Every block of q5_k_ggml.txt dequantized by kiln: its bytes' hash as the
+ * generator's (the same formula), its results' hash as ggml's, and the
+ * written-out results of the first blocks value by value. */
+static void test_q5_k_ggml(void **state) {
+  (void)state;
+  char *file = q5r_read_file();
+  if (!file) fail_msg("cannot read tests/data/quant/q5_k_ggml.txt under $KILN_SRCDIR");
+  const char *pos = file;
+  char line[4096];
+  int blocks = 0, listed = 0, differ = 0;
+  while (q5r_next(&pos, "deq", line, sizeof line)) {
+    int b;
+    uint64_t hb, hy;
+    if (sscanf(line, "%d %" SCNx64 " %" SCNx64, &b, &hb, &hy) != 3 || b != blocks)
+      fail_msg("q5_k_ggml.txt: bad deq line %d: %s", blocks, line);
+    uint8_t blk[176];
+    float y[256];
+    q5r_block(b, blk);
+    if (q5r_fnv(blk, sizeof blk) != hb) fail_msg("block %d: its bytes differ from the generator's", b);
+    KT_ASSERT_OK(kiln_dequantize(KILN_TYPE_Q5_K, blk, y, 256));
+    if (q5r_fnv(y, sizeof y) != hy) {
+      printf("  block %d: kiln's values differ from ggml's\n", b);
+      differ++;
+    }
+    blocks++;
+  }
+  pos = file;
+  while (q5r_next(&pos, "val", line, sizeof line)) {
+    char *p = line, *end;
+    const int b = (int)strtol(p, &end, 10);
+    uint8_t blk[176];
+    float y[256];
+    q5r_block(b, blk);
+    KT_ASSERT_OK(kiln_dequantize(KILN_TYPE_Q5_K, blk, y, 256));
+    for (int i = 0; i < 256; i++) {
+      p = end;
+      const uint32_t want = (uint32_t)strtoul(p, &end, 16);
+      if (end == p) fail_msg("q5_k_ggml.txt: val %d has fewer than 256 values", b);
+      if (kiln_f32_to_bits(y[i]) != want)
+        fail_msg("block %d value %d: kiln %.9g (0x%08x), ggml 0x%08x", b, i, (double)y[i],
+                 kiln_f32_to_bits(y[i]), want);
+    }
+    listed++;
+  }
+  free(file);
+  printf("  Q5_K: %d blocks against ggml's dequantize_row_q5_K, %d differ; %d listed value by "
+         "value\n",
+         blocks, differ, listed);
+  assert_int_equal(blocks, 256);
+  assert_int_equal(listed, 8);
+  assert_int_equal(differ, 0);
 }
 
 /* ---- Q6_K ------------------------------------------------------------------ */
@@ -425,15 +536,16 @@ static void test_f32_copy_and_errors(void **state) {
   KT_ASSERT_ERR(kiln_dequantize(KILN_TYPE_Q4_K, in, out, 32), KILN_STATUS_INVALID_ARGUMENT,
                 "256-value blocks");
   KT_ASSERT_ERR(kiln_dequantize(KILN_TYPE_I32, in, out, 4), KILN_STATUS_INVALID_ARGUMENT, "I32");
-  KT_ASSERT_ERR(kiln_dequantize((kiln_type)13, in, out, 256), KILN_STATUS_INVALID_ARGUMENT,
-                "type id 13");
+  KT_ASSERT_ERR(kiln_dequantize((kiln_type)11, in, out, 256), KILN_STATUS_INVALID_ARGUMENT,
+                "type id 11 (?)"); /* Q3_K: not read */
   KT_ASSERT_ERR(kiln_dequantize(KILN_TYPE_F16, NULL, out, 4), KILN_STATUS_INVALID_ARGUMENT, "NULL");
   KT_ASSERT_OK(kiln_dequantize(KILN_TYPE_Q6_K, NULL, NULL, 0));
 }
 
 int main(void) {
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_q4_k_fixture),      cmocka_unit_test(test_q6_k_fixture),
+      cmocka_unit_test(test_q4_k_fixture),      cmocka_unit_test(test_q5_k_fixture),
+      cmocka_unit_test(test_q5_k_ggml),         cmocka_unit_test(test_q6_k_fixture),
       cmocka_unit_test(test_q8_0_fixture),      cmocka_unit_test(test_q5_0_fixture),
       cmocka_unit_test(test_q4_0_fixture),      cmocka_unit_test(test_k_quant_rounding_order),
       cmocka_unit_test(test_f16_all_patterns),  cmocka_unit_test(test_bf16_all_patterns),

@@ -114,6 +114,14 @@ namespace q4_k_x3 {
 #define KILN_K 512
 #define KILN_BLOCK 64
 #define KILN_OPERAND_bf16x3 1
+#define KILN_WT_Q5_K 1
+#define KILN_HOST_SHAPE q5_k_x3
+namespace q5_k_x3 {
+#include "dequant_host_shape.h"
+}
+#define KILN_K 512
+#define KILN_BLOCK 64
+#define KILN_OPERAND_bf16x3 1
 #define KILN_WT_Q6_K 1
 #define KILN_HOST_SHAPE q6_k_x3
 namespace q6_k_x3 {
@@ -170,6 +178,7 @@ static const form forms[] = {
     {KILN_TYPE_Q5_0, 3, q5_0_x3::dequant, q5_0_x3::input},
     {KILN_TYPE_Q8_0, 3, q8_0_x3::dequant, q8_0_x3::input},
     {KILN_TYPE_Q4_K, 3, q4_k_x3::dequant, q4_k_x3::input},
+    {KILN_TYPE_Q5_K, 3, q5_k_x3::dequant, q5_k_x3::input},
     {KILN_TYPE_Q6_K, 3, q6_k_x3::dequant, q6_k_x3::input},
     {KILN_TYPE_Q4_K, 1, q4_k_b1::dequant, q4_k_b1::input},
     {KILN_TYPE_F32, 1, f32_b1::dequant, f32_b1::input},

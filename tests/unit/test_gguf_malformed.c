@@ -538,8 +538,8 @@ static void test_tensor_types(void **state) {
   REJECT(b, KILN_STATUS_UNSUPPORTED, "tensor[0] 'blk.0.ffn_down.weight'", "type id 42");
   tb_free(b);
 
-  b = one_tensor(1, ne, 13, 0, 1024);
-  REJECT(b, KILN_STATUS_UNSUPPORTED, "tensor[0] 'blk.0.ffn_down.weight'", "type id 13 (ggml Q5_K)");
+  b = one_tensor(1, ne, 11, 0, 1024);
+  REJECT(b, KILN_STATUS_UNSUPPORTED, "tensor[0] 'blk.0.ffn_down.weight'", "type id 11 (ggml Q3_K)");
   tb_free(b);
 
   b = one_tensor(1, ne, 0xFFFFFFFFu, 0, 1024);
@@ -552,6 +552,13 @@ static void test_tensor_types(void **state) {
   b = one_tensor(2, ne2, T_Q8_0, 0, 11696);
   REJECT(b, KILN_STATUS_MALFORMED, "tensor[0] 'blk.0.ffn_down.weight'",
          "ne0 = 172 is not a multiple of the Q8_0 block size 32");
+  tb_free(b);
+
+  /* ne0 = 128 Q5_K (type 13): half a 256-value super-block */
+  uint64_t ne5[2] = {128, 4};
+  b = one_tensor(2, ne5, 13, 0, 1024);
+  REJECT(b, KILN_STATUS_MALFORMED, "tensor[0] 'blk.0.ffn_down.weight'",
+         "ne0 = 128 is not a multiple of the Q5_K block size 256");
   tb_free(b);
 }
 

@@ -221,6 +221,7 @@ static const tcase tcases[] = {
     {"t.q4_0", KILN_TYPE_Q4_0, 1, {32, 1, 1, 1}, 0.15},
     {"t.q5_0", KILN_TYPE_Q5_0, 4, {32, 1, 2, 2}, 0.08},
     {"t.q4_k", KILN_TYPE_Q4_K, 2, {256, 2, 1, 1}, 0.12},
+    {"blk.0.attn_qkv.weight", KILN_TYPE_Q5_K, 2, {512, 3, 1, 1}, 0.06},
     {"blk.0.ffn_down.weight", KILN_TYPE_Q6_K, 1, {512, 1, 1, 1}, 0.04},
 };
 #define N_TCASES (sizeof tcases / sizeof tcases[0])
@@ -402,8 +403,8 @@ static void test_bad_input(void **state) {
                 "tensor 'x': ne0 = 172 is not a multiple of the Q8_0 block size 32");
   KT_ASSERT_ERR(kiln_gguf_writer_add_tensor_raw(w, "x", KILN_TYPE_Q8_0, 2, ne, raw, 67),
                 KILN_STATUS_INVALID_ARGUMENT, "67 bytes given, its Q8_0 shape needs 68");
-  KT_ASSERT_ERR(kiln_gguf_writer_add_tensor_raw(w, "x", (kiln_type)13, 1, ne, raw, 68),
-                KILN_STATUS_INVALID_ARGUMENT, "type id 13");
+  KT_ASSERT_ERR(kiln_gguf_writer_add_tensor_raw(w, "x", (kiln_type)11, 1, ne, raw, 68),
+                KILN_STATUS_INVALID_ARGUMENT, "type id 11");
   v[40] = NAN;
   KT_ASSERT_ERR(kiln_gguf_writer_add_tensor_f32(w, "x", KILN_TYPE_Q4_0, 2, ne, v),
                 KILN_STATUS_INVALID_ARGUMENT, "tensor 'x': kiln_quantize: value 40 is nan");

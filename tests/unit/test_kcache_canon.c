@@ -232,6 +232,8 @@ static void test_everything_in_the_key(void **state) {
   KT_ASSERT_OK(kiln_kdesc_set_str(d, "tag", "v2"));
   KT_ASSERT_OK(kiln_kdesc_set_dtype(d, "ty", KILN_TYPE_Q6_K));
   key_of(d, &keys[n++]);
+  KT_ASSERT_OK(kiln_kdesc_set_dtype(d, "ty", KILN_TYPE_Q5_K)); /* Q4_K's layout, 5-bit levels */
+  key_of(d, &keys[n++]);
   kiln_kdesc_free(d);
 
   static const char *const swapped[] = {"--std=c++17", "-O3"};
@@ -298,6 +300,8 @@ static void test_render_values(void **state) {
   kcache_value dt = {.set = true};
   dt.u.dtype = KILN_TYPE_BF16;
   render(KILN_KPARAM_DTYPE, dt, "BF16");
+  dt.u.dtype = KILN_TYPE_Q5_K; /* id 13, between Q4_K and Q6_K */
+  render(KILN_KPARAM_DTYPE, dt, "Q5_K");
 
   /* Exactness: every rendered f32 reads back (strtof) as the same bits,
    * over a spread of random finite bit patterns, subnormals included. */

@@ -73,7 +73,7 @@ static const sample samples[] = {
     {"add", KILN_KPARAM_I64, {1, 0}, {NULL, NULL}},
     {"type0", KILN_KPARAM_STR, {0, 0}, {"Q4_K", "Q6_K"}},
     {"type1", KILN_KPARAM_STR, {0, 0}, {"Q6_K", "Q8_0"}},
-    {"type2", KILN_KPARAM_STR, {0, 0}, {"Q4_0", "Q5_0"}},
+    {"type2", KILN_KPARAM_STR, {0, 0}, {"Q5_K", "Q5_0"}},
     {"rows0", KILN_KPARAM_I64, {3584, 512}, {NULL, NULL}},
     {"rows1", KILN_KPARAM_I64, {512, 3584}, {NULL, NULL}},
     {"rows2", KILN_KPARAM_I64, {512, 18944}, {NULL, NULL}},

@@ -29,6 +29,7 @@ extern "C" {
 #include "kiln/half.h"
 #include "kiln/types.h"
 }
+#include "q5_k_ref.h"
 
 /* The CUDA vector types and qualifiers the kernel headers use. */
 #define __device__
@@ -73,8 +74,24 @@ namespace q8 {
 #include "matvec_q_host_check.h"
 } // namespace q8
 
-static const kiln_type types[] = {KILN_TYPE_Q4_0, KILN_TYPE_Q5_0, KILN_TYPE_Q8_0, KILN_TYPE_Q4_K,
-                                  KILN_TYPE_Q6_K};
+static const kiln_type types[] = {KILN_TYPE_Q4_0, KILN_TYPE_Q5_0, KILN_TYPE_Q8_0,
+                                  KILN_TYPE_Q4_K, KILN_TYPE_Q5_K, KILN_TYPE_Q6_K};
+
+/* The weight's values split as the kernels take them: a = the weight with
+ * its blocks' minimum zeroed (Q4_K's, Q5_K's dmin), m = a - w (0 for the
+ * types without a minimum). */
+static void split_min(kiln_type type, const uint8_t *w, size_t wbytes, int k, int rows,
+                      const float *full, float **out_a, float *m) {
+  *out_a = (float *)full;
+  if (type != KILN_TYPE_Q4_K && type != KILN_TYPE_Q5_K) return;
+  const size_t bb = (size_t)kiln_type_block_bytes(type);
+  uint8_t *nomin = (uint8_t *)kg_alloc(wbytes);
+  memcpy(nomin, w, wbytes);
+  for (size_t b = 0; b < wbytes / bb; b++) nomin[bb * b + 2] = nomin[bb * b + 3] = 0;
+  *out_a = kg_dequant(type, nomin, k, rows);
+  for (int64_t i = 0; i < (int64_t)k * rows; i++) m[i] = (*out_a)[i] - full[i];
+  free(nomin);
+}
 
 static void test_decoders(void **state) {
   (void)state;
@@ -91,16 +108,9 @@ static void test_decoders(void **state) {
       uint8_t *packed = kg_pack_weight(type, k, rows, 0, 0, &r);
       uint8_t *w = (uint8_t *)aligned_alloc(256, (wbytes + 255) / 256 * 256);
       memcpy(w, packed, wbytes);
-      float *full = kg_dequant(type, w, k, rows), *a = full;
+      float *full = kg_dequant(type, w, k, rows), *a;
       float *m = (float *)kg_alloc((size_t)(k * rows) * sizeof(float));
-      if (type == KILN_TYPE_Q4_K) { /* a = the weight with dmin zeroed; m = a - w */
-        uint8_t *nomin = (uint8_t *)kg_alloc(wbytes);
-        memcpy(nomin, w, wbytes);
-        for (size_t b = 0; b < wbytes / 144; b++) nomin[144 * b + 2] = nomin[144 * b + 3] = 0;
-        a = kg_dequant(type, nomin, k, rows);
-        for (int64_t i = 0; i < (int64_t)k * rows; i++) m[i] = a[i] - full[i];
-        free(nomin);
-      }
+      split_min(type, w, wbytes, k, rows, full, &a, m);
       float *x = (float *)kg_alloc((size_t)k * sizeof(float));
       uint8_t *xq = (uint8_t *)aligned_alloc(256, (size_t)(4 * k + 256));
       for (int row = 0; row < rows; row++) {
@@ -167,7 +177,64 @@ static void test_staged(void **state) {
   assert_int_equal(bad, 0);
 }
 
+/* Q5_K on every bit pattern: the 256 blocks of q5_k_ref.h (every byte of
+ * the scales, qh and qs takes each of its 256 values once over them; d and
+ * dmin f16 of both signs, subnormal to 4e4), a block a row against random
+ * x, and the block of the largest integer sums (every level 31, every
+ * scale 63) against x = +1 and -1 (X = +-32767 at 16 bits): each within
+ * f32 rounding of the f64 sum, both widths. */
+static void test_q5_k_every_pattern(void **state) {
+  (void)state;
+  const int k = 256, rows = 256 + 2;
+  uint8_t *w = (uint8_t *)aligned_alloc(256, (size_t)rows * 176 + 256);
+  for (int b = 0; b < 256; b++) q5r_block(b, w + 176 * b);
+  for (int e = 0; e < 2; e++) { /* d = 1, dmin = 0; then d = dmin = 1 */
+    uint8_t *p = w + 176 * (256 + e);
+    memset(p, 0xFF, 176);
+    p[0] = 0x00, p[1] = 0x3c, p[2] = 0x00, p[3] = (uint8_t)(e ? 0x3c : 0x00);
+  }
+  const size_t wbytes = (size_t)rows * 176;
+  float *full = kg_dequant(KILN_TYPE_Q5_K, w, k, rows), *a;
+  float *m = (float *)kg_alloc((size_t)(k * rows) * sizeof(float));
+  split_min(KILN_TYPE_Q5_K, w, wbytes, k, rows, full, &a, m);
+  float *x = (float *)kg_alloc((size_t)k * sizeof(float));
+  uint8_t *xq = (uint8_t *)aligned_alloc(256, (size_t)(4 * k + 256));
+  kg_rng r = kg_rng_new(5151);
+  int bad = 0;
+  double worst16 = 0, worst8 = 0;
+  for (int row = 0; row < rows; row++) {
+    const int extreme = row >= 256;
+    for (int sign = 0; sign < (extreme ? 2 : 1); sign++) {
+      if (extreme)
+        for (int i = 0; i < k; i++) x[i] = sign ? -1.0f : 1.0f;
+      else
+        kg_fill(&r, x, k, -1, 1);
+      const uint8_t *wr = w + (size_t)row * 176;
+      const float *ar = a + (int64_t)row * k, *mr = m + (int64_t)row * k;
+      const double e16 = q16::type_error(KILN_TYPE_Q5_K, wr, ar, mr, x, k, xq);
+      const double e8 = q8::type_error(KILN_TYPE_Q5_K, wr, ar, mr, x, k, xq);
+      worst16 = e16 > worst16 ? e16 : worst16;
+      worst8 = e8 > worst8 ? e8 : worst8;
+      if (!(e16 <= 1e-6 && e8 <= 1e-6)) {
+        printf("Q5_K block %d%s: relative error q16 %.2e, q8 %.2e  FAIL\n", row,
+               extreme ? (sign ? " (x = -1)" : " (x = +1)") : "", e16, e8);
+        bad++;
+      }
+    }
+  }
+  printf("Q5_K, 258 blocks of every bit pattern: worst relative error q16 %.2e, q8 %.2e\n", worst16,
+         worst8);
+  free(x);
+  free(xq);
+  free(a);
+  free(full);
+  free(m);
+  free(w);
+  assert_int_equal(bad, 0);
+}
+
 int main(void) {
-  const struct CMUnitTest tests[] = {cmocka_unit_test(test_decoders), cmocka_unit_test(test_staged)};
+  const struct CMUnitTest tests[] = {cmocka_unit_test(test_decoders), cmocka_unit_test(test_staged),
+                                     cmocka_unit_test(test_q5_k_every_pattern)};
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

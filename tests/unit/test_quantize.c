@@ -2,9 +2,10 @@
  * against the f32 input in double (relative L2 error and L2-norm ratio,
  * per type, with bounds set from measurement plus margin), stability of a
  * second round trip, the scale conventions of ggml's reference quantizers
- * on blocks whose answer is known, zero rows, extreme magnitudes (the
- * sanitizer build turns any undefined float-to-int conversion into a
- * failure), and bad input. */
+ * on blocks whose answer is known, Q5_K byte for byte against llama.cpp's
+ * own quantize_row_q5_K_ref (tests/data/quant/q5_k_ggml.txt), zero rows,
+ * extreme magnitudes (the sanitizer build turns any undefined float-to-int
+ * conversion into a failure), and bad input. */
 #include "config.h"
 
 #include <stdarg.h>
@@ -13,6 +14,7 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -20,6 +22,7 @@
 
 #include "kiln/dequant.h"
 #include "kiln/half.h"
+#include "q5_k_ref.h"
 #include "testutil.h"
 
 #define N_VALUES (256 * 64) /* 64 super-blocks, 512 small blocks */
@@ -86,8 +89,11 @@ typedef struct bound {
 } bound;
 
 /* Measured on this data (seeded): rel L2 F16 2.2e-4, BF16 1.7e-3, Q8_0
- * 0.53%, Q6_K 1.8%, Q5_0 4.3%, Q4_K 7.2%, Q4_0 8.6%; norm ratios within
- * 2.1e-3 of 1; a second round trip changes nothing. Bounds leave ~25%
+ * 0.53%, Q6_K 1.8%, Q5_K 3.7%, Q5_0 4.3%, Q4_K 7.2%, Q4_0 8.6%; norm
+ * ratios within 2.1e-3 of 1; a second round trip changes nothing but Q5_K
+ * (3.6e-3: ggml's Q5_K search does not find its own output again; its
+ * quantize_row_q5_K_ref, which kiln's equals byte for byte, moves 542 of
+ * the 16384 values of q5_k_ggml.txt's rows, 4.6e-3). Bounds leave ~25%
  * margin; the second round trip must be exact where the format makes it
  * so (the scale of a dequantized block is recomputed exactly). */
 static const bound bounds[] = {
@@ -95,6 +101,7 @@ static const bound bounds[] = {
     {KILN_TYPE_BF16, 2.1e-3, 5e-4, 0.0},   {KILN_TYPE_Q8_0, 6.7e-3, 1e-3, 0.0},
     {KILN_TYPE_Q6_K, 2.25e-2, 2e-3, 1e-3}, {KILN_TYPE_Q5_0, 5.3e-2, 5e-3, 0.0},
     {KILN_TYPE_Q4_K, 9.0e-2, 5e-3, 1e-3},  {KILN_TYPE_Q4_0, 0.106, 5e-3, 0.0},
+    {KILN_TYPE_Q5_K, 4.6e-2, 5e-3, 4.5e-3},
 };
 
 static void test_round_trip_error(void **state) {
@@ -126,8 +133,8 @@ static void test_round_trip_error(void **state) {
 }
 
 /* The searched scales must beat plain rounding with the unsearched scale,
- * even with that scale kept exact in f32: Q4_K against min/max affine
- * 4-bit rounding per 32 values, Q6_K against symmetric 6-bit rounding with
+ * even with that scale kept exact in f32: Q4_K (Q5_K) against min/max
+ * affine 4-bit (5-bit) rounding per 32 values, Q6_K against symmetric 6-bit rounding with
  * d = max/-32 per 16 (make_qx_quants' starting point). */
 static void test_k_quant_search_helps(void **state) {
   (void)state;
@@ -147,6 +154,21 @@ static void test_k_quant_search_helps(void **state) {
   round_trip(KILN_TYPE_Q4_K, x, y, N_VALUES);
   double e = compare(x, y, N_VALUES).rel_l2, en = compare(x, naive, N_VALUES).rel_l2;
   printf("  Q4_K rel L2 %.3e; min/max rounding with exact scales %.3e\n", e, en);
+  assert_true(e < en);
+
+  for (int64_t i = 0; i < N_VALUES; i += 32) { /* Q5_K: the same with 31 steps */
+    float mn = x[i], mx = x[i];
+    for (int j = 1; j < 32; j++) {
+      mn = fminf(mn, x[i + j]);
+      mx = fmaxf(mx, x[i + j]);
+    }
+    double step = ((double)mx - mn) / 31;
+    for (int j = 0; j < 32; j++) naive[i + j] = (float)(mn + step * round((x[i + j] - mn) / step));
+  }
+  round_trip(KILN_TYPE_Q5_K, x, y, N_VALUES);
+  e = compare(x, y, N_VALUES).rel_l2;
+  en = compare(x, naive, N_VALUES).rel_l2;
+  printf("  Q5_K rel L2 %.3e; min/max rounding with exact scales %.3e\n", e, en);
   assert_true(e < en);
 
   for (int64_t i = 0; i < N_VALUES; i += 16) {
@@ -244,11 +266,73 @@ static void test_k_quant_exact_fit(void **state) {
   e = compare(x, y, 256);
   printf("  Q4_K fixture re-quantized: rel L2 %.3e\n", e.rel_l2);
   assert_true(e.rel_l2 < 0.02);
+  /* Q5_K: the same scales and mins with levels 0..31 */
+  uint8_t q5[176];
+  for (int i = 0; i < 256; i++) x[i] = 0.5f * sc[i / 32] * (float)(i % 32) - 0.25f * mn[i / 32];
+  KT_ASSERT_OK(kiln_quantize(KILN_TYPE_Q5_K, x, q5, 256));
+  KT_ASSERT_OK(kiln_dequantize(KILN_TYPE_Q5_K, q5, y, 256));
+  e = compare(x, y, 256);
+  printf("  Q5_K fixture re-quantized: rel L2 %.3e\n", e.rel_l2);
+  assert_true(e.rel_l2 < 0.01);
+}
+
+/* kiln's Q5_K quantizer against llama.cpp's quantize_row_q5_K_ref (what
+ * llama-quantize runs without an importance matrix) on the 64 rows of
+ * q5_k_ggml.txt: the same bytes, block for block. */
+static void test_q5_k_matches_ggml(void **state) {
+  (void)state;
+  char *file = q5r_read_file();
+  if (!file) fail_msg("cannot read tests/data/quant/q5_k_ggml.txt under $KILN_SRCDIR");
+  float *x = malloc(64 * 256 * sizeof *x);
+  uint8_t *q = malloc(64 * 176);
+  assert_non_null(x);
+  assert_non_null(q);
+  q5r_rows(x);
+  KT_ASSERT_OK(kiln_quantize(KILN_TYPE_Q5_K, x, q, 64 * 256));
+  const char *pos = file;
+  char line[4096];
+  int rows = 0, differ = 0;
+  while (q5r_next(&pos, "quant", line, sizeof line)) {
+    int r;
+    uint64_t hx, hq;
+    if (sscanf(line, "%d %" SCNx64 " %" SCNx64, &r, &hx, &hq) != 3 || r != rows)
+      fail_msg("q5_k_ggml.txt: bad quant line %d: %s", rows, line);
+    if (q5r_fnv(x + 256 * r, 256 * sizeof *x) != hx)
+      fail_msg("row %d: its values differ from the generator's", r);
+    if (q5r_fnv(q + 176 * r, 176) != hq) {
+      printf("  row %d: kiln's block differs from ggml's\n", r);
+      differ++;
+    }
+    rows++;
+  }
+  pos = file;
+  int listed = 0;
+  while (q5r_next(&pos, "qbytes", line, sizeof line)) {
+    char *p = line, *end;
+    const int r = (int)strtol(p, &end, 10);
+    for (int i = 0; i < 176; i++) {
+      p = end;
+      const unsigned want = (unsigned)strtoul(p, &end, 16);
+      if (end == p) fail_msg("q5_k_ggml.txt: qbytes %d has fewer than 176 bytes", r);
+      if (q[176 * r + i] != want)
+        fail_msg("row %d byte %d: kiln 0x%02x, ggml 0x%02x", r, i, q[176 * r + i], want);
+    }
+    listed++;
+  }
+  printf("  Q5_K: %d blocks against ggml's quantize_row_q5_K_ref, %d differ; %d listed byte by "
+         "byte\n",
+         rows, differ, listed);
+  free(file);
+  free(x);
+  free(q);
+  assert_int_equal(rows, 64);
+  assert_int_equal(listed, 8);
+  assert_int_equal(differ, 0);
 }
 
 static const kiln_type all_types[] = {KILN_TYPE_F32,  KILN_TYPE_F16,  KILN_TYPE_BF16,
                                       KILN_TYPE_Q8_0, KILN_TYPE_Q4_0, KILN_TYPE_Q5_0,
-                                      KILN_TYPE_Q4_K, KILN_TYPE_Q6_K};
+                                      KILN_TYPE_Q4_K, KILN_TYPE_Q5_K, KILN_TYPE_Q6_K};
 
 static void test_zero_row(void **state) {
   (void)state;
@@ -317,6 +401,31 @@ static void test_bad_input(void **state) {
   x[77] = 3.4e38f; /* rounds past bf16's largest finite value */
   KT_ASSERT_ERR(kiln_quantize(KILN_TYPE_BF16, x, q, 256), KILN_STATUS_INVALID_ARGUMENT,
                 "overflows bf16");
+  /* Q4_K: a block whose values all lie near -3e7 has a small range but a
+   * min of 3e7, whose f16 dmin (min / 63) would be infinite; just under
+   * the bound it is stored and comes back finite */
+  float xk[256];
+  for (int i = 0; i < 256; i++) xk[i] = -3.0e7f + 1000.0f * (float)(i % 7);
+  KT_ASSERT_ERR(kiln_quantize(KILN_TYPE_Q4_K, xk, q, 256), KILN_STATUS_INVALID_ARGUMENT,
+                "beyond what an f16 Q4_K block scale can represent");
+  KT_ASSERT_ERR(kiln_quantize(KILN_TYPE_Q5_K, xk, q, 256), KILN_STATUS_INVALID_ARGUMENT,
+                "beyond what an f16 Q5_K block scale can represent");
+  for (int i = 0; i < 256; i++) xk[i] = -2.06e6f + 100.0f * (float)(i % 7);
+  KT_ASSERT_OK(kiln_quantize(KILN_TYPE_Q4_K, xk, q, 256));
+  float yk[256];
+  KT_ASSERT_OK(kiln_dequantize(KILN_TYPE_Q4_K, q, yk, 256));
+  for (int i = 0; i < 256; i++) {
+    if (!isfinite(yk[i]) || fabs((double)yk[i] - xk[i]) > 2e4)
+      fail_msg("Q4_K near the bound: value %d %g came back %g", i, (double)xk[i], (double)yk[i]);
+  }
+  KT_ASSERT_OK(kiln_quantize(KILN_TYPE_Q5_K, xk, q, 256));
+  KT_ASSERT_OK(kiln_dequantize(KILN_TYPE_Q5_K, q, yk, 256));
+  for (int i = 0; i < 256; i++) {
+    if (!isfinite(yk[i]) || fabs((double)yk[i] - xk[i]) > 2e4)
+      fail_msg("Q5_K near the bound: value %d %g came back %g", i, (double)xk[i], (double)yk[i]);
+  }
+  KT_ASSERT_ERR(kiln_quantize(KILN_TYPE_Q5_K, x, q, 32), KILN_STATUS_INVALID_ARGUMENT,
+                "32 values of Q5_K is not a whole number of 256-value blocks");
   KT_ASSERT_ERR(kiln_quantize(KILN_TYPE_Q6_K, x, q, 128), KILN_STATUS_INVALID_ARGUMENT,
                 "not a whole number of 256-value blocks");
   KT_ASSERT_ERR(kiln_quantize(KILN_TYPE_I32, x, q, 4), KILN_STATUS_INVALID_ARGUMENT, "I32");
@@ -330,6 +439,7 @@ int main(void) {
       cmocka_unit_test(test_k_quant_search_helps),
       cmocka_unit_test(test_reference_conventions),
       cmocka_unit_test(test_k_quant_exact_fit),
+      cmocka_unit_test(test_q5_k_matches_ggml),
       cmocka_unit_test(test_zero_row),
       cmocka_unit_test(test_extreme_magnitudes),
       cmocka_unit_test(test_bad_input),

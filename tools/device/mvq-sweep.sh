@@ -10,8 +10,10 @@
 #
 # Models (hidden 3584, 28/4 heads, ff 18944, untied vocabulary 32768: the
 # 7B's matrices but two layers): one all Q4_K, one all Q6_K; written in
-# parallel, ~30 s. SWEEP_SHAPES and SWEEP_LOADS pick the configurations;
-# MVQ_MODEL=FILE adds a model (the 7B Q4_K_M). Logs to $OUT/mvq-sweep.log.
+# parallel, ~30 s. SWEEP_TYPES picks the types (SWEEP_TYPES='Q4_K Q5_K Q6_K'
+# measures Q5_K too, which takes Q4_K's shapes unmeasured); SWEEP_SHAPES and
+# SWEEP_LOADS pick the configurations; MVQ_MODEL=FILE adds a model (the 7B
+# Q4_K_M). Logs to $OUT/mvq-sweep.log.
 set -uo pipefail
 out=${OUT:-/tmp}
 K=./cli/kiln
@@ -19,7 +21,7 @@ export KILN_PLUGIN_PATH=$PWD/.libs
 log=$out/mvq-sweep.log
 : > "$log"
 models=""
-for t in Q4_K Q6_K; do
+for t in ${SWEEP_TYPES:-Q4_K Q6_K}; do
   m=/tmp/sweep-$t.gguf
   models="$models $m"
   [ -f $m ] || $K synth --arch qwen2 --layers 2 --embd 3584 --ff 18944 --heads 28 --heads-kv 4 \

@@ -30,14 +30,14 @@ extern "C" {
  * or NaN values, as in ggml). */
 kiln_status kiln_dequantize(kiln_type type, const void *src, float *dst, int64_t n);
 
-/* The inverse, for F32, F16, BF16, Q8_0, Q4_0, Q5_0, Q4_K and Q6_K: writes
- * kiln_type_row_bytes(type, n) bytes to dst. Same argument errors as above,
- * and KILN_STATUS_INVALID_ARGUMENT naming the value or block when the input
- * cannot be stored: a NaN or infinity for a block type; a finite value that
- * would round to infinity in F16/BF16; a block whose f16 scale would
- * overflow (|x| beyond about 8.3e6 for Q8_0, 5.2e5 for Q4_0, 1.0e6 for
- * Q5_0, 3.1e7 for Q4_K, 1.3e8 for Q6_K). Infinities pass through F16/BF16,
- * where they are representable. Departure from ggml: a block whose scale is
+/* The inverse, for F32, F16, BF16, Q8_0, Q4_0, Q5_0, Q4_K, Q5_K and Q6_K:
+ * writes kiln_type_row_bytes(type, n) bytes to dst. Same argument errors as
+ * above, and KILN_STATUS_INVALID_ARGUMENT naming the value or block when
+ * the input cannot be stored: a NaN or infinity for a block type; a finite
+ * value that would round to infinity in F16/BF16; a block whose f16 scale
+ * would overflow (|x| beyond about 8.3e6 for Q8_0, 5.2e5 for Q4_0, 1.0e6
+ * for Q5_0, 2.1e6 for Q4_K and Q5_K, 1.3e8 for Q6_K). Infinities pass
+ * through F16/BF16, where they are representable. Departure from ggml: a block whose scale is
  * too small for its reciprocal to be finite (every |x| under ~1e-36)
  * quantizes to zeros instead of NaN. */
 kiln_status kiln_quantize(kiln_type type, const float *src, void *dst, int64_t n);

@@ -132,7 +132,7 @@ kiln_status kiln_gguf_writer_add_tensor_raw(kiln_gguf_writer *w, const char *nam
 
 /* Adds a tensor from ne0*ne1*ne2*ne3 f32 values (ne0 fastest), converted to
  * `type` with kiln_quantize() (F32, F16, BF16, Q8_0, Q4_0, Q5_0, Q4_K,
- * Q6_K). Same rules and errors as add_tensor_raw, plus kiln_quantize's
+ * Q5_K, Q6_K). Same rules and errors as add_tensor_raw, plus kiln_quantize's
  * (non-finite values cannot be quantized to block types). */
 kiln_status kiln_gguf_writer_add_tensor_f32(kiln_gguf_writer *w, const char *name, kiln_type type,
                                             int n_dims, const int64_t *ne, const float *values);

@@ -45,7 +45,8 @@ typedef struct kiln_synth_options {
   uint32_t n_vocab;      /* rows of token_embd when vocab_from is NULL */
   float eps;             /* attention.layer_norm_rms_epsilon, written bit-exactly */
   float rope_theta;      /* rope.freq_base; 0 = leave the key out (llama only) */
-  kiln_type matrix_type; /* projections and FFN: F32, F16, BF16, Q8_0, Q4_0, Q5_0, Q4_K, Q6_K */
+  kiln_type matrix_type; /* projections and FFN: F32, F16, BF16, Q8_0, Q4_0, Q5_0, Q4_K, Q5_K,
+                            Q6_K */
   kiln_type embd_type;   /* token_embd (and output when untied) */
   bool tied_output;      /* no output.weight */
   uint64_t seed;

@@ -10,6 +10,7 @@
  *   Q5_0: 32 values, 22 bytes  = f16 d; u8 qh[4]; u8 qs[16]   x = d*(q-16)
  *   Q8_0: 32 values, 34 bytes  = f16 d; i8 qs[32]             x = d*q
  *   Q4_K: 256 values, 144 bytes = f16 d; f16 dmin; u8 scales[12]; u8 qs[128]
+ *   Q5_K: 256 values, 176 bytes = f16 d; f16 dmin; u8 scales[12]; u8 qh[32]; u8 qs[128]
  *   Q6_K: 256 values, 210 bytes = u8 ql[128]; u8 qh[64]; i8 scales[16]; f16 d
  * (core/dequant.c has the full definitions and follows ggml-quants.c.)
  */
@@ -33,6 +34,7 @@ typedef enum kiln_type {
   KILN_TYPE_Q5_0 = 6,
   KILN_TYPE_Q8_0 = 8,
   KILN_TYPE_Q4_K = 12,
+  KILN_TYPE_Q5_K = 13,
   KILN_TYPE_Q6_K = 14,
   KILN_TYPE_I32 = 26,
   KILN_TYPE_BF16 = 30,
@@ -52,7 +54,7 @@ static inline int64_t kiln_type_block_size(int32_t type) {
   case KILN_TYPE_Q4_0: return KILN_QK4_0;
   case KILN_TYPE_Q5_0: return KILN_QK5_0;
   case KILN_TYPE_Q8_0: return KILN_QK8_0;
-  case KILN_TYPE_Q4_K: case KILN_TYPE_Q6_K: return KILN_QK_K;
+  case KILN_TYPE_Q4_K: case KILN_TYPE_Q5_K: case KILN_TYPE_Q6_K: return KILN_QK_K;
   default: return 0;
   }
 }
@@ -66,6 +68,7 @@ static inline int64_t kiln_type_block_bytes(int32_t type) {
   case KILN_TYPE_Q5_0: return 2 + 4 + KILN_QK5_0 / 2;
   case KILN_TYPE_Q8_0: return 2 + KILN_QK8_0;
   case KILN_TYPE_Q4_K: return 2 + 2 + KILN_K_SCALE_SIZE + KILN_QK_K / 2;
+  case KILN_TYPE_Q5_K: return 2 + 2 + KILN_K_SCALE_SIZE + KILN_QK_K / 8 + KILN_QK_K / 2;
   case KILN_TYPE_Q6_K: return KILN_QK_K / 2 + KILN_QK_K / 4 + KILN_QK_K / 16 + 2;
   default: return 0;
   }
@@ -82,6 +85,7 @@ static inline const char *kiln_type_name(int32_t type) {
   case KILN_TYPE_Q5_0: return "Q5_0";
   case KILN_TYPE_Q8_0: return "Q8_0";
   case KILN_TYPE_Q4_K: return "Q4_K";
+  case KILN_TYPE_Q5_K: return "Q5_K";
   case KILN_TYPE_Q6_K: return "Q6_K";
   default: return "?";
   }

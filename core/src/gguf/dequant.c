@@ -1,5 +1,5 @@
 /* GGUF block formats to f32, bit-exact to ggml's reference dequantizers
- * (ggml-quants.c, dequantize_row_q4_0 / q5_0 / q8_0 / q4_K / q6_K): the
+ * (ggml-quants.c, dequantize_row_q4_0 / q5_0 / q8_0 / q4_K / q5_K / q6_K): the
  * same f32 operations in the same order, so every value equals what
  * llama.cpp's scalar CPU path produces for the same block. (kiln builds with
  * -std=c11, under which gcc does not contract a*b-c into an FMA, so the
@@ -17,6 +17,10 @@
  *         bits in the top of bytes 0-7); u8 qs[128]: each 32-byte group holds
  *         sub-block 2k in its low nibbles and 2k+1 in its high nibbles;
  *         x = d*sc*q - dmin*m.
+ *   Q5_K  176 bytes: f16 d; f16 dmin; u8 scales[12] (packed as Q4_K's);
+ *         u8 qh[32]; u8 qs[128] (nibbles as Q4_K's). Value l of sub-block
+ *         j (0..7) takes its fifth bit from bit j of qh[l]; x = d*sc*q -
+ *         dmin*m with q in 0..31.
  *   Q6_K  210 bytes: u8 ql[128] (low 4 bits); u8 qh[64] (high 2 bits);
  *         i8 scales[16] (one per 16 values); f16 d; x = d*sc*(q - 32).
  *         Each 128-value half uses 64 ql bytes and 32 qh bytes: value l,
@@ -98,6 +102,34 @@ static void dequant_q4_k(const uint8_t *b, float *y, int64_t nb) {
   }
 }
 
+/* As Q4_K with a fifth bit per value: d1 * q is exact in f32 (an 11-bit
+ * f16 times a 6-bit scale times a 5-bit q), so only the subtraction
+ * rounds, as in ggml. */
+static void dequant_q5_k(const uint8_t *b, float *y, int64_t nb) {
+  for (int64_t i = 0; i < nb; i++, b += 176) {
+    const float d = rd_f16(b);
+    const float dmin = rd_f16(b + 2);
+    const uint8_t *scales = b + 4;
+    const uint8_t *qh = b + 16;
+    const uint8_t *q = b + 48;
+    for (int is = 0; is < 8; is += 2, q += 32) {
+      uint8_t sc, m;
+      q4k_scale_min(is, scales, &sc, &m);
+      const float d1 = d * (float)sc, m1 = dmin * (float)m;
+      q4k_scale_min(is + 1, scales, &sc, &m);
+      const float d2 = d * (float)sc, m2 = dmin * (float)m;
+      for (int l = 0; l < 32; l++) {
+        const int h = (qh[l] >> is) & 1;
+        *y++ = d1 * (float)((q[l] & 0x0f) | (h << 4)) - m1;
+      }
+      for (int l = 0; l < 32; l++) {
+        const int h = (qh[l] >> (is + 1)) & 1;
+        *y++ = d2 * (float)((q[l] >> 4) | (h << 4)) - m2;
+      }
+    }
+  }
+}
+
 static void dequant_q6_k(const uint8_t *b, float *y, int64_t nb) {
   for (int64_t i = 0; i < nb; i++, b += 210) {
     const uint8_t *ql = b;
@@ -154,6 +186,7 @@ kiln_status kiln_dequantize(kiln_type type, const void *src, float *dst, int64_t
   case KILN_TYPE_Q5_0: dequant_q5_0(b, dst, nb); break;
   case KILN_TYPE_Q8_0: dequant_q8_0(b, dst, nb); break;
   case KILN_TYPE_Q4_K: dequant_q4_k(b, dst, nb); break;
+  case KILN_TYPE_Q5_K: dequant_q5_k(b, dst, nb); break;
   case KILN_TYPE_Q6_K: dequant_q6_k(b, dst, nb); break;
   default:
     return kiln_status_new(KILN_STATUS_INTERNAL, "kiln_dequantize: type %s not handled",

@@ -1,7 +1,8 @@
 /* f32 to GGUF block formats, following ggml's reference quantizers
- * (ggml-quants.c: quantize_row_q4_0_ref, q5_0_ref, q8_0_ref, q4_K_ref with
- * make_qkx2_quants, q6_K_ref with make_qx_quants): the same scale choices
- * and searches, in the same f32 arithmetic, without importance weights.
+ * (ggml-quants.c: quantize_row_q4_0_ref, q5_0_ref, q8_0_ref, q4_K_ref and
+ * q5_K_ref with make_qkx2_quants, q6_K_ref with make_qx_quants): the same
+ * scale choices and searches, in the same f32 arithmetic, without
+ * importance weights.
  * Block layouts are described in dequant.c.
  *
  * Two departures, both where ggml's code would convert NaN or an
@@ -195,58 +196,112 @@ static void q4k_scale_min(int j, const uint8_t *s, uint8_t *sc, uint8_t *m) {
   }
 }
 
+/* The super-block header of Q4_K and Q5_K from the sub-blocks' scales and
+ * mins: f16 d = max_scale / 63 and dmin = max_min / 63 at y, and at y + 4
+ * the twelve bytes of 6-bit factors (each the nearest to 63 x its value
+ * over the largest), packed as q4k_scale_min reads them. */
+static void pack_k_scales(const float scales[8], const float mins[8], float max_scale,
+                          float max_min, uint8_t *y) {
+  const float inv_scale = max_scale > 0 ? 63.0f / max_scale : 0.0f;
+  const float inv_min = max_min > 0 ? 63.0f / max_min : 0.0f;
+  uint8_t *s = y + 4;
+  memset(s, 0, 12);
+  for (int j = 0; j < 8; j++) {
+    uint8_t ls = (uint8_t)nearest_int(inv_scale * scales[j]);
+    uint8_t lm = (uint8_t)nearest_int(inv_min * mins[j]);
+    ls = ls < 63 ? ls : 63;
+    lm = lm < 63 ? lm : 63;
+    if (j < 4) {
+      s[j] = ls;
+      s[j + 4] = lm;
+    } else {
+      s[j + 4] = (uint8_t)((ls & 0x0f) | ((lm & 0x0f) << 4));
+      s[j - 4] |= (uint8_t)((ls >> 4) << 6);
+      s[j] |= (uint8_t)((lm >> 4) << 6);
+    }
+  }
+  put_f16(y, max_scale / 63.0f);
+  put_f16(y + 2, max_min / 63.0f);
+}
+
+/* The levels L (0..nmax) of a Q4_K or Q5_K super-block x against its
+ * scales as stored at y (f16 d and dmin, 6-bit factors): ggml requantizes
+ * so that the levels fit the rounded scales, not the searched ones. A
+ * sub-block whose scale is 0 keeps the levels of the search. */
+static void requantize_k(const float *x, const uint8_t *y, int nmax, uint8_t *L) {
+  const float d_all = get_f16(y), dmin_all = get_f16(y + 2);
+  for (int j = 0; j < 8; j++) {
+    uint8_t sc, m;
+    q4k_scale_min(j, y + 4, &sc, &m);
+    const float d = d_all * (float)sc;
+    if (d == 0.0f) continue;
+    const float dm = dmin_all * (float)m;
+    for (int ii = 0; ii < 32; ii++) {
+      const int l = nearest_int((x[32 * j + ii] + dm) / d);
+      L[32 * j + ii] = (uint8_t)imax(0, imin(nmax, l));
+    }
+  }
+}
+
+/* The sub-blocks' scales and mins of a Q4_K or Q5_K super-block x (levels
+ * 0..nmax, ggml's search parameters rmin, nstep), their levels into L, and
+ * the largest of each (both >= 0: the min is subtracted). */
+static void search_k_scales(const float *x, int nmax, float rmin, int nstep, uint8_t *L,
+                            float scales[8], float mins[8], float *max_scale, float *max_min) {
+  uint8_t Laux[32];
+  float weights[32];
+  *max_scale = 0;
+  *max_min = 0;
+  for (int j = 0; j < 8; j++) {
+    const float *xs = x + 32 * j;
+    float sum_x2 = 0;
+    for (int l = 0; l < 32; l++) sum_x2 += xs[l] * xs[l];
+    const float av_x = sqrtf(sum_x2 / 32);
+    for (int l = 0; l < 32; l++) weights[l] = av_x + fabsf(xs[l]);
+    scales[j] = make_qkx2_quants(32, nmax, xs, weights, L + 32 * j, &mins[j], Laux, rmin, 0.1f,
+                                 nstep);
+    if (scales[j] > *max_scale) *max_scale = scales[j];
+    if (mins[j] > *max_min) *max_min = mins[j];
+  }
+}
+
 static void quant_q4_k(const float *x, uint8_t *y, int64_t nb) {
-  uint8_t L[QK_K], Laux[32];
-  float weights[32], mins[8], scales[8];
+  uint8_t L[QK_K];
+  float mins[8], scales[8];
   for (int64_t i = 0; i < nb; i++, x += QK_K, y += 144) {
-    float max_scale = 0, max_min = 0; /* the min is subtracted, so scales are >= 0 */
-    for (int j = 0; j < 8; j++) {
-      const float *xs = x + 32 * j;
-      float sum_x2 = 0;
-      for (int l = 0; l < 32; l++) sum_x2 += xs[l] * xs[l];
-      const float av_x = sqrtf(sum_x2 / 32);
-      for (int l = 0; l < 32; l++) weights[l] = av_x + fabsf(xs[l]);
-      scales[j] =
-          make_qkx2_quants(32, 15, xs, weights, L + 32 * j, &mins[j], Laux, -1.0f, 0.1f, 20);
-      if (scales[j] > max_scale) max_scale = scales[j];
-      if (mins[j] > max_min) max_min = mins[j];
-    }
-    const float inv_scale = max_scale > 0 ? 63.0f / max_scale : 0.0f;
-    const float inv_min = max_min > 0 ? 63.0f / max_min : 0.0f;
-    uint8_t *s = y + 4;
-    memset(s, 0, 12);
-    for (int j = 0; j < 8; j++) {
-      uint8_t ls = (uint8_t)nearest_int(inv_scale * scales[j]);
-      uint8_t lm = (uint8_t)nearest_int(inv_min * mins[j]);
-      ls = ls < 63 ? ls : 63;
-      lm = lm < 63 ? lm : 63;
-      if (j < 4) {
-        s[j] = ls;
-        s[j + 4] = lm;
-      } else {
-        s[j + 4] = (uint8_t)((ls & 0x0f) | ((lm & 0x0f) << 4));
-        s[j - 4] |= (uint8_t)((ls >> 4) << 6);
-        s[j] |= (uint8_t)((lm >> 4) << 6);
-      }
-    }
-    put_f16(y, max_scale / 63.0f);
-    put_f16(y + 2, max_min / 63.0f);
-    /* Requantize against the scales as stored (f16 d, 6-bit factors). */
-    const float d_all = get_f16(y), dmin_all = get_f16(y + 2);
-    for (int j = 0; j < 8; j++) {
-      uint8_t sc, m;
-      q4k_scale_min(j, s, &sc, &m);
-      const float d = d_all * (float)sc;
-      if (d == 0.0f) continue;
-      const float dm = dmin_all * (float)m;
-      for (int ii = 0; ii < 32; ii++) {
-        const int l = nearest_int((x[32 * j + ii] + dm) / d);
-        L[32 * j + ii] = (uint8_t)imax(0, imin(15, l));
-      }
-    }
+    float max_scale, max_min;
+    search_k_scales(x, 15, -1.0f, 20, L, scales, mins, &max_scale, &max_min);
+    pack_k_scales(scales, mins, max_scale, max_min, y);
+    requantize_k(x, y, 15, L);
     uint8_t *q = y + 16;
     for (int j = 0; j < QK_K; j += 64, q += 32) {
       for (int l = 0; l < 32; l++) q[l] = (uint8_t)(L[j + l] | (L[j + l + 32] << 4));
+    }
+  }
+}
+
+/* ---- Q5_K: Q4_K's sub-blocks with 5-bit levels ---------------------------- */
+
+/* ggml's quantize_row_q5_K_ref: the search over levels 0..31 with rmin
+ * -0.5 and 15 steps (Q4_K: -1, 20), the header as Q4_K's, then the low
+ * nibbles packed as Q4_K's and each level's fifth bit in qh: bit j of
+ * qh[l] for value l of sub-block j. */
+static void quant_q5_k(const float *x, uint8_t *y, int64_t nb) {
+  uint8_t L[QK_K];
+  float mins[8], scales[8];
+  for (int64_t i = 0; i < nb; i++, x += QK_K, y += 176) {
+    float max_scale, max_min;
+    search_k_scales(x, 31, -0.5f, 15, L, scales, mins, &max_scale, &max_min);
+    pack_k_scales(scales, mins, max_scale, max_min, y);
+    requantize_k(x, y, 31, L);
+    uint8_t *qh = y + 16, *q = y + 48;
+    memset(qh, 0, 32);
+    for (int j = 0; j < 8; j += 2, q += 32) {
+      for (int l = 0; l < 32; l++) {
+        const uint8_t l1 = L[32 * j + l], l2 = L[32 * j + 32 + l];
+        qh[l] |= (uint8_t)(((l1 >> 4) << j) | ((l2 >> 4) << (j + 1)));
+        q[l] = (uint8_t)((l1 & 0x0f) | ((l2 & 0x0f) << 4));
+      }
     }
   }
 }
@@ -349,15 +404,21 @@ static void quant_q6_k(const float *x, uint8_t *y, int64_t nb) {
 /* Block scales are stored as f16: a block whose scale would pass 65504 (it
  * holds values beyond about 8e6 for Q8_0, 5e5 for Q4_0) cannot be stored,
  * and ggml would write an infinite scale. The bounds below are the largest
- * magnitude each format's scale can carry; K-quants are bounded by their
- * range (max - min), which their scales and mins must cover. */
+ * magnitude each format's scale can carry. Q6_K is bounded by its range;
+ * Q4_K and Q5_K by their mins, which come first: a sub-block's min (up to
+ * about its largest |x|) is 63 steps of the f16 dmin at most, so |x| must
+ * stay below 63 x 65504 (halved for the search's slack), while the scale,
+ * a range over 15 (31) levels, would allow 15 (31) times more: a Q4_K
+ * block of values near -3e7 was let through and dequantized to -inf
+ * before this bound. */
 static kiln_status check_scales_fit(kiln_type type, const float *x, int64_t nb) {
   double limit;
   switch (type) {
   case KILN_TYPE_Q8_0: limit = 127.0 * 65504; break;
   case KILN_TYPE_Q4_0: limit = 8.0 * 65504; break;
   case KILN_TYPE_Q5_0: limit = 16.0 * 65504; break;
-  case KILN_TYPE_Q4_K: limit = 15.0 * 63 * 65504 / 2; break;
+  case KILN_TYPE_Q4_K:
+  case KILN_TYPE_Q5_K: limit = 63.0 * 65504 / 2; break;
   case KILN_TYPE_Q6_K: limit = 32.0 * 128 * 65504 / 2; break;
   default: return NULL;
   }
@@ -425,6 +486,7 @@ kiln_status kiln_quantize(kiln_type type, const float *src, void *dst, int64_t n
   case KILN_TYPE_Q4_0: quant_q4_0(src, y, nb); break;
   case KILN_TYPE_Q5_0: quant_q5_0(src, y, nb); break;
   case KILN_TYPE_Q4_K: quant_q4_k(src, y, nb); break;
+  case KILN_TYPE_Q5_K: quant_q5_k(src, y, nb); break;
   case KILN_TYPE_Q6_K: quant_q6_k(src, y, nb); break;
   default:
     return kiln_status_new(KILN_STATUS_INTERNAL, "kiln_quantize: type %s not handled",

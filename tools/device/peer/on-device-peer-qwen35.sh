@@ -7,15 +7,19 @@
 #   2. writes the 9B shape with `kiln synth` in F16 (32 blocks, 3 Gated DeltaNet : 1 full
 #      attention, hidden 4096, ff 12288, 16/4 heads of 256, linear attention 16 q/k and 32
 #      value heads of 128, conv 4, untied, the Qwen3.5 vocabulary padded to 248320 rows; the
-#      layout llama.cpp's converter writes) and quantizes it with llama-quantize to Q4_K_M,
-#      except attn_qkv, which Q4_K_M makes Q5_K and kiln has no Q5_K kernels for: Q6_K there
-#      (--tensor-type attn_qkv=q6_k): /tmp/q35-9b-q4km.gguf, once per machine;
+#      layout llama.cpp's converter writes) and quantizes it with llama-quantize to Q4_K_M:
+#      /tmp/q35-9b-q4km.gguf, once per machine. This llama.cpp (llama-cpp-python 0.3.36)
+#      quantizes attn_qkv by its attn_v rules (Q4_K, Q6_K in the use_more_bits layers);
+#      PEER_QKV=q5_k makes it Q5_K (--tensor-type attn_qkv=q5_k, as other llama.cpp
+#      versions' Q4_K_M do; /tmp/q35-9b-q4km-qkv-q5_k.gguf), PEER_QKV=q6_k Q6_K (this
+#      script's file before kiln read Q5_K);
 #   3. runs llama-bench (flash attention off and on) and `kiln bench` on every CUDA backend on
 #      that one file, and prints both.
 # PEER_STEPS="build model bench", PEER_BACKENDS and KILN_BENCH_ARGS narrow it, as in
 # on-device-peer.sh.
 set -uo pipefail
-root=$(cd "$(dirname "$0")/.." && pwd); out=${OUT:-/tmp}; K=/tmp/kiln-build/cli/kiln; M=/tmp/q35-9b-q4km.gguf
+root=$(cd "$(dirname "$0")/.." && pwd); out=${OUT:-/tmp}; K=/tmp/kiln-build/cli/kiln
+qkv=${PEER_QKV:-}; M=/tmp/q35-9b-q4km${qkv:+-qkv-$qkv}.gguf
 steps=${PEER_STEPS:-build model bench}
 export LD_LIBRARY_PATH=/usr/local/cuda/lib64:/tmp/sysroot/usr/lib/x86_64-linux-gnu:${LD_LIBRARY_PATH:-}
 export KILN_PLUGIN_PATH=/tmp/kiln-build/.libs
@@ -31,7 +35,7 @@ if [[ $steps == *model* && ! -f $M ]]; then
     --head-dim 256 --rot 64 --rope-sections 11,11,10,0 --theta 10000000 --eps 1e-6 --ssm-conv 4 \
     --ssm-groups 16 --ssm-heads 32 --ssm-state 128 --ssm-head-v 128 --untied --type F16 --embd-type F16 \
     --vocab-from "$vocab" --vocab-rows 248320 --ctx 32768 --seed 9 -o /tmp/q35-9b-f16.gguf > "$out/synth.log" 2>&1 &&
-  /tmp/llama/build/bin/llama-quantize --tensor-type attn_qkv=q6_k /tmp/q35-9b-f16.gguf $M Q4_K_M "$(nproc)" \
+  /tmp/llama/build/bin/llama-quantize ${qkv:+--tensor-type attn_qkv=$qkv} /tmp/q35-9b-f16.gguf $M Q4_K_M "$(nproc)" \
     > "$out/quantize.log" 2>&1 ||
     { echo "model step failed"; tail -5 "$out/synth.log" "$out/quantize.log"; exit 1; }
   rm -f /tmp/q35-9b-f16.gguf
