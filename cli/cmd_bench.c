@@ -151,12 +151,16 @@ static void precision_of(const kiln_config *cfg, const char *backend, char *buf,
 }
 
 /* Appends ", recurrent_guard f32" (or off) to buf when some matvec of g
- * feeds a recurrent state (kiln/graph.h) and the backend has the key:
- * then that policy, not activations alone, says how the decode matvecs
- * ran. */
+ * feeds a recurrent state (kiln/graph.h) and the backend has the key with
+ * quantized decode activations: then that policy, not activations alone,
+ * says how the decode matvecs ran. */
 static void guard_of(const kiln_config *cfg, const char *backend, const kiln_graph *g, char *buf, size_t cap) {
   const kiln_config_section *s = kiln_config_section_get(cfg, backend);
   if (!kiln_config_has_key(s, "recurrent_guard")) return;
+  /* with exact activations everywhere the guard has nothing to do */
+  if ((kiln_config_has_key(s, "matvec") && strcmp(kiln_config_get_str(s, "matvec"), "f32") == 0) ||
+      (kiln_config_has_key(s, "activations") && strcmp(kiln_config_get_str(s, "activations"), "f32") == 0))
+    return;
   bool feeds = false;
   for (uint32_t i = 0; i < kiln_graph_n_nodes(g) && !feeds; i++) {
     const kiln_node *nd = kiln_graph_node(g, i);
