@@ -100,11 +100,15 @@ int cli_fail(const char *cmd, kiln_status st);
 int cli_usage_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 /* The backend's numeric modes, the config keys that change its arithmetic
- * (activations, gemm, precision; those its plugin declares), with their
- * effective values from rt's configuration (the default when its section
- * is not declared), as "activations q16, gemm f32" into buf; "" when it
- * has none. */
-const char *cli_numerics(const kiln_runtime *rt, const char *backend, char *buf, size_t size);
+ * (activations, matvec, recurrent_guard, gemm, precision; those its plugin
+ * declares), with their effective values from rt's configuration (the
+ * default when its section is not declared), as "activations q16,
+ * recurrent_guard f32, gemm f32" into buf; "" when it has none. With a
+ * plan, recurrent_guard is left out where no matvec of its graph feeds a
+ * recurrent state (it changes nothing there) and otherwise says how many
+ * do: "recurrent_guard f32 (183 of 226 matvecs feed a recurrent state)". */
+const char *cli_numerics(const kiln_runtime *rt, const char *backend, const kiln_plan *plan, char *buf,
+                         size_t size);
 
 /* Reads a whole file, or standard input when path is "-"; malloc'd,
  * NUL-terminated (the text may hold NULs: use *out_len). At most 64 MiB. */

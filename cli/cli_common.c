@@ -133,14 +133,26 @@ int cli_exit(const cli_common *c, kiln_status st) {
   return usage ? CLI_EXIT_USAGE : CLI_EXIT_FAIL;
 }
 
-const char *cli_numerics(const kiln_runtime *rt, const char *backend, char *buf, size_t size) {
-  static const char *const modes[] = {"activations", "gemm", "precision"};
+const char *cli_numerics(const kiln_runtime *rt, const char *backend, const kiln_plan *plan, char *buf,
+                         size_t size) {
+  static const char *const modes[] = {"activations", "matvec", "recurrent_guard", "gemm", "precision"};
   buf[0] = '\0';
   kiln_plugin *p = NULL;
   kiln_status st = kiln_plugin_registry_get(kiln_runtime_plugins((kiln_runtime *)rt), backend, &p);
   if (st) {
     kiln_status_free(st);
     return buf;
+  }
+  /* The plan's matvecs, and those a recurrent state reads (kiln/graph.h). */
+  uint32_t n_mm = 0, n_feed = 0;
+  if (plan) {
+    const kiln_graph *g = kiln_plan_graph(plan);
+    for (uint32_t i = 0; i < kiln_graph_n_nodes(g); i++) {
+      const kiln_node *nd = kiln_graph_node(g, i);
+      if (nd->op != KILN_OP_MUL_MAT) continue;
+      n_mm++;
+      n_feed += nd->p.mul_mat.feeds_recurrent;
+    }
   }
   const kiln_backend_ops *e = kiln_plugin_entry(p);
   const kiln_config_section *sec = kiln_config_section_get(kiln_runtime_config(rt), backend);
@@ -149,9 +161,14 @@ const char *cli_numerics(const kiln_runtime *rt, const char *backend, char *buf,
     for (uint32_t k = 0; k < e->n_config_keys; k++) {
       const kiln_config_key *key = &e->config_keys[k];
       if (strcmp(key->name, modes[m]) != 0) continue;
+      const bool guard = strcmp(key->name, "recurrent_guard") == 0;
+      if (guard && plan && n_feed == 0) continue; /* no recurrent state: it changes nothing */
       const char *v = sec ? kiln_config_get_str(sec, key->name) : key->default_value;
-      int w = snprintf(buf + used, size - used, "%s%s %s", used ? ", " : "", key->name,
-                       v ? v : "?");
+      char extra[64] = "";
+      if (guard && plan)
+        snprintf(extra, sizeof extra, " (%u of %u matvecs feed a recurrent state)", n_feed, n_mm);
+      int w = snprintf(buf + used, size - used, "%s%s %s%s", used ? ", " : "", key->name,
+                       v ? v : "?", extra);
       if (w > 0 && (size_t)w < size - used) used += (size_t)w;
     }
   return buf;

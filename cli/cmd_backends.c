@@ -65,8 +65,8 @@ static void show(const char *name, const char *path, void *user) {
   } else if (tp[0]) {
     printf("%-14s parallel    %s\n", "", tp);
   }
-  char modes[256];
-  if (cli_numerics(ls->rt, name, modes, sizeof modes)[0])
+  char modes[320];
+  if (cli_numerics(ls->rt, name, NULL, modes, sizeof modes)[0])
     printf("%-14s numerics    %s\n", "", modes);
 }
 

@@ -137,7 +137,7 @@ static bench_stats stats_of(const bench_test *t, int32_t reps) {
 
 /* What the run's arithmetic is: the backend's own setting ([cpu]
  * precision; a CUDA backend's activations and gemm), or "-" when it has
- * none. */
+ * none (guard_of adds recurrent_guard where it applies). */
 static void precision_of(const kiln_config *cfg, const char *backend, char *buf, size_t cap) {
   const kiln_config_section *s = kiln_config_section_get(cfg, backend);
   const char *p = kiln_config_has_key(s, "precision") ? kiln_config_get_str(s, "precision") : NULL;
@@ -148,6 +148,29 @@ static void precision_of(const kiln_config *cfg, const char *backend, char *buf,
     snprintf(buf, cap, "%s%s%s%s%s", a ? "activations " : "", a ? a : "", a && g ? ", " : "",
              g ? "gemm " : "", g ? g : "");
   else snprintf(buf, cap, "-");
+}
+
+/* Appends ", recurrent_guard f32" (or off) to buf when some matvec of g
+ * feeds a recurrent state (kiln/graph.h) and the backend has the key with
+ * quantized decode activations: then that policy, not activations alone,
+ * says how the decode matvecs ran. */
+static void guard_of(const kiln_config *cfg, const char *backend, const kiln_graph *g, char *buf, size_t cap) {
+  const kiln_config_section *s = kiln_config_section_get(cfg, backend);
+  if (!kiln_config_has_key(s, "recurrent_guard")) return;
+  /* with exact activations everywhere the guard has nothing to do */
+  if ((kiln_config_has_key(s, "matvec") && strcmp(kiln_config_get_str(s, "matvec"), "f32") == 0) ||
+      (kiln_config_has_key(s, "activations") && strcmp(kiln_config_get_str(s, "activations"), "f32") == 0))
+    return;
+  bool feeds = false;
+  for (uint32_t i = 0; i < kiln_graph_n_nodes(g) && !feeds; i++) {
+    const kiln_node *nd = kiln_graph_node(g, i);
+    feeds = nd->op == KILN_OP_MUL_MAT && nd->p.mul_mat.feeds_recurrent;
+  }
+  if (!feeds) return;
+  const bool none = strcmp(buf, "-") == 0;
+  const size_t used = none ? 0 : strlen(buf);
+  snprintf(buf + used, cap - used, "%srecurrent_guard %s", none ? "" : ", ",
+           kiln_config_get_str(s, "recurrent_guard"));
 }
 
 /* The cpu backend's threads (0 = one per online CPU), or -1 when another
@@ -317,6 +340,7 @@ int cmd_bench(int argc, char **argv) {
                      threads_of(cfg, kiln_plan_backend_name(plan)), kiln_graph_batch(kiln_plan_graph(plan)), depth,
                      reps};
     precision_of(cfg, in.backend, in.precision, sizeof in.precision);
+    guard_of(cfg, in.backend, kiln_plan_graph(plan), in.precision, sizeof in.precision);
     /* A KV cache in another type than f32 shows in the table's precision. */
     if (strcmp(in.kv, "f32") != 0) {
       const bool none = strcmp(in.precision, "-") == 0;

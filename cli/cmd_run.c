@@ -146,8 +146,8 @@ static int run_once(cli_common *cc, const run_args *a, kiln_runtime *rt, kiln_mo
       print_ids("generated ids", out.ids, out.n_ids);
     }
     kiln_plan_print_fallbacks(plan, stderr);
-    char modes[256];
-    cli_numerics(rt, kiln_plan_backend_name(plan), modes, sizeof modes);
+    char modes[320];
+    cli_numerics(rt, kiln_plan_backend_name(plan), plan, modes, sizeof modes);
     fprintf(stderr, "kiln: backend %s%s%s%s | prompt %d tokens, generated %d | ", kiln_plan_backend_name(plan),
             modes[0] ? " (" : "", modes, modes[0] ? ")" : "", stats.n_prompt, stats.n_generated);
     run_print_speed(stderr, &stats);

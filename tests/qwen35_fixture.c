@@ -53,3 +53,30 @@ int kt_qwen35_tiny(const char *path) {
   free(vocab);
   return rc;
 }
+
+void kt_qwen35_guard_options(kiln_synth_options *o) {
+  kiln_synth_defaults(o, KILN_ARCH_QWEN35);
+  o->n_layer = 4;
+  o->layer_pattern = "RRRF";
+  o->n_embd = 256;
+  o->n_ff = 512;
+  o->n_head = 4;
+  o->n_head_kv = 2;
+  o->head_dim = 32;
+  o->n_rot = 8;
+  o->rope_sections[0] = 2, o->rope_sections[1] = 1, o->rope_sections[2] = 1, o->rope_sections[3] = 0;
+  o->ssm_groups = 4;
+  o->ssm_heads = 8;
+  o->ssm_state = 32;
+  o->ssm_head_v = 32;
+  o->matrix_type = KILN_TYPE_Q8_0;
+  o->embd_type = KILN_TYPE_Q8_0;
+  o->tied_output = false;
+  o->n_vocab = 256;
+  o->eps = 1e-6f;
+  o->seed = 1;
+}
+
+void kt_qwen35_guard_ids(int32_t *ids, int n) {
+  for (int i = 0; i < n; i++) ids[i] = 1 + (i * 389 + 1) % 255;
+}

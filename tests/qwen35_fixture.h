@@ -6,8 +6,22 @@
 #ifndef KILN_TEST_QWEN35_FIXTURE_H
 #define KILN_TEST_QWEN35_FIXTURE_H
 
+#include <stdint.h>
+
+#include "kiln/synth.h"
+
 /* 0 on success; -1 (after printing why) when the flags file, the
  * vocabulary or kiln synth fails. Needs KILN_SRCDIR and KILN_BUILDDIR. */
 int kt_qwen35_tiny(const char *path);
+
+/* The small Qwen3.5 of the recurrent_guard tests
+ * (tests/integration/test_parity_recurrent_guard.c, tests/gpu/test_gpu_qwen35.c):
+ * Q8_0 matrices and embedding, 4 blocks R R R F, hidden 256, ff 512, 8
+ * value heads of 32 over 4 q/k heads of 32, full attention 4/2 heads of
+ * 32, 256 embedding rows and no vocabulary (run it on ids), seed 1. */
+void kt_qwen35_guard_options(kiln_synth_options *o);
+
+/* The ids those tests run, one per step: n of them into ids. */
+void kt_qwen35_guard_ids(int32_t *ids, int n);
 
 #endif

@@ -58,6 +58,15 @@ static const kiln_config_key cpu_config_keys[] = {
      .help = "decode (steps of up to 3 tokens) with block-quantized weights, at precision = f32 on "
              "AVX2: int16 = activations rounded to int16 per block of 32 for integer dot products "
              "(llama.cpp rounds to int8), f32 = exact f32 activations (slower, the prefill's bits)"},
+    {.name = "recurrent_guard",
+     .type = KILN_CONFIG_ENUM,
+     .default_value = "f32",
+     .choices = "f32|off",
+     .help = "decode matvecs whose output a recurrent state reads (every matvec before a "
+             "model's last Gated DeltaNet: qwen35), where the int16 columns' rounding reaches "
+             "the delta rule and comes out amplified past parity's 1e-3: f32 = exact f32 "
+             "columns for them, off = they follow matvec like the rest; no effect on models "
+             "without recurrent layers"},
     {.name = "precision",
      .type = KILN_CONFIG_ENUM,
      .default_value = "f32",
@@ -133,6 +142,7 @@ static kiln_status cpu_open(void *plugin, const kiln_config_section *cfg, void *
   const char *precision = cfg ? host->cfg_str(cfg, "precision") : "f32";
   const char *simd_key = cfg ? host->cfg_str(cfg, "simd") : "auto";
   const char *matvec_key = cfg ? host->cfg_str(cfg, "matvec") : "int16";
+  const char *guard_key = cfg ? host->cfg_str(cfg, "recurrent_guard") : "f32";
   if (threads < 0 || threads > CPU_MAX_THREADS)
     return host->status_new(KILN_STATUS_OUT_OF_RANGE, "[cpu] threads = %lld is outside 0..%d",
                             (long long)threads, CPU_MAX_THREADS);
@@ -162,6 +172,13 @@ static kiln_status cpu_open(void *plugin, const kiln_config_section *cfg, void *
     return host->status_new(KILN_STATUS_INVALID_ARGUMENT,
                             "[cpu] matvec = '%s' is not one of int16|f32",
                             matvec_key ? matvec_key : "(unset)");
+  bool guard;
+  if (guard_key && strcmp(guard_key, "f32") == 0) guard = true;
+  else if (guard_key && strcmp(guard_key, "off") == 0) guard = false;
+  else
+    return host->status_new(KILN_STATUS_INVALID_ARGUMENT,
+                            "[cpu] recurrent_guard = '%s' is not one of f32|off",
+                            guard_key ? guard_key : "(unset)");
   if (threads == 0) threads = online_cpus();
 
   cpu_backend *be = calloc(1, sizeof *be);
@@ -179,15 +196,19 @@ static kiln_status cpu_open(void *plugin, const kiln_config_section *cfg, void *
   be->ctx.precision = prec;
   be->ctx.simd = simd;
   be->ctx.matvec = matvec;
+  be->ctx.recurrent_guard = guard;
   be->ctx.dequantize = host->dequantize;
   be->ctx.status_new = host->status_new;
   be->ctx.status_annotate = host->status_annotate;
   be->ctx.status_free = host->status_free;
-  host->log(KILN_LOG_INFO, "cpu", "%lld threads, %s accumulation, %s kernels%s", (long long)threads,
+  const bool fast = prec == CPU_PRECISION_F32 && simd == CPU_SIMD_AVX2;
+  host->log(KILN_LOG_INFO, "cpu", "%lld threads, %s accumulation, %s kernels%s%s", (long long)threads,
             prec == CPU_PRECISION_F64 ? "f64" : "f32",
             prec == CPU_PRECISION_F64 ? "reference" : cpu_simd_name(simd),
-            prec == CPU_PRECISION_F32 && simd == CPU_SIMD_AVX2
-                ? (matvec == CPU_MATVEC_INT16 ? ", int16 decode columns" : ", f32 decode columns")
+            fast ? (matvec == CPU_MATVEC_INT16 ? ", int16 decode columns" : ", f32 decode columns") : "",
+            fast && matvec == CPU_MATVEC_INT16
+                ? (guard ? " (f32 for the matvecs that feed a recurrent state)"
+                         : " (recurrent_guard off: int16 for those that feed a recurrent state too)")
                 : "");
   *out_backend = be;
   return NULL;

@@ -55,6 +55,10 @@ typedef struct cpu_ctx {
    * cpu_simd_detect() reports. f64 always takes the reference code. */
   cpu_simd simd;
   cpu_matvec matvec;
+  /* [cpu] recurrent_guard = f32: a MUL_MAT whose output feeds a recurrent
+   * state (node->p.mul_mat.feeds_recurrent) takes exact f32 columns
+   * whatever `matvec` says; false (off): it follows `matvec`. */
+  bool recurrent_guard;
   /* kiln_dequantize's contract (kiln/dequant.h): must be safe to call from
    * several threads at once (it is a pure function in core). */
   kiln_status (*dequantize)(kiln_type type, const void *src, float *dst, int64_t n);

@@ -9,7 +9,8 @@
  *   of up to CPU_MM_DOT_MAX_T tokens decodes each weight in registers and
  *   uses it for every token, so decode reads each weight once per token
  *   (block-quantized weights against the columns quantized to int16 once,
- *   here, before the workers start, unless [cpu] matvec = f32); a larger step dequantizes panels of
+ *   here, before the workers start, unless [cpu] matvec = f32 or the node
+ *   feeds a recurrent state under recurrent_guard = f32); a larger step dequantizes panels of
  *   MUL_MAT_PANEL_ROWS rows into scratch once and multiplies them by the
  *   whole micro-batch with a register-tiled f32 GEMM.
  *
@@ -137,11 +138,19 @@ CPU_HOT static void mul_mat_reference_run(void *arg, int ith, int nth) {
   }
 }
 
+/* Whether the dot path takes exact f32 columns for this node: [cpu]
+ * matvec = f32, or a matvec whose output feeds a recurrent state under
+ * recurrent_guard = f32 (kiln/graph.h, kiln_mul_mat_params). */
+static bool exact_columns(const cpu_ctx *ctx, const kiln_node *node) {
+  return ctx->matvec == CPU_MATVEC_F32 || (ctx->recurrent_guard && node->p.mul_mat.feeds_recurrent);
+}
+
 /* Which path runs the node, and the scratch it needs per worker. */
-static cpu_task_fn choose_path(const cpu_ctx *ctx, mul_mat_task *t, size_t *out_scratch) {
+static cpu_task_fn choose_path(const cpu_ctx *ctx, const kiln_node *node, mul_mat_task *t,
+                               size_t *out_scratch) {
   if (ctx->precision == CPU_PRECISION_F32 && ctx->simd == CPU_SIMD_AVX2 &&
       cpu_mm_kernels_avx2(t->type, &t->mm)) {
-    if (ctx->matvec == CPU_MATVEC_F32) t->mm.dot_q16 = NULL;
+    if (exact_columns(ctx, node)) t->mm.dot_q16 = NULL;
     if (t->T <= CPU_MM_DOT_MAX_T) {
       /* about 8 chunks per thread, whole 16-row groups */
       int64_t per = t->N / (8 * (int64_t)cpu_pool_size(ctx->pool));
@@ -176,7 +185,7 @@ kiln_status cpu_op_mul_mat(const cpu_ctx *ctx, const kiln_node *node, const cpu_
       .y = io->dst,
   };
   size_t scratch;
-  cpu_task_fn run = choose_path(ctx, &task, &scratch);
+  cpu_task_fn run = choose_path(ctx, node, &task, &scratch);
   if (scratch && cpu_pool_reserve(ctx->pool, scratch) != 0)
     return cpu_node_error(ctx, KILN_STATUS_NO_MEMORY, node,
                           "no memory for %zu bytes of dequantized weight rows (K = %lld)", scratch,

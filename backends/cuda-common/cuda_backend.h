@@ -290,6 +290,10 @@ typedef struct kiln_cuda_backend {
   kiln_kcompiler *compiler;
   int poison; /* -1, or the byte every new buffer and scratch is filled with */
   kiln_cuda_quant act; /* [<plugin>] activations: NONE (f32), Q16 or Q8 */
+  /* [<plugin>] recurrent_guard = f32: a MUL_MAT whose output feeds a
+   * recurrent state (node->p.mul_mat.feeds_recurrent) takes the f32
+   * matvec whatever act says (no matvec_q, so no quantized input either). */
+  bool recurrent_guard;
   bool fuse;           /* [<plugin>] fuse: run side-by-side nodes as one kernel */
   int mvq_load;        /* [<plugin>] matvec_load: 0 auto, 1 direct, 2 staged */
   kiln_cuda_matvec_shape mvq_forced; /* [<plugin>] matvec_shape; warps 0: auto */

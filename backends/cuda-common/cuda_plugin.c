@@ -163,6 +163,15 @@ static kiln_status read_config(kiln_cuda_backend *be, const kiln_config_section 
       return host->status_new(KILN_STATUS_INVALID_ARGUMENT,
                               "[%s] activations = %s is not f32|q16|q8", fl->name, a);
   }
+  be->recurrent_guard = true;
+  if (cfg) {
+    const char *g = host->cfg_str(cfg, "recurrent_guard");
+    if (!g || strcmp(g, "f32") == 0) be->recurrent_guard = true;
+    else if (strcmp(g, "off") == 0) be->recurrent_guard = false;
+    else
+      return host->status_new(KILN_STATUS_INVALID_ARGUMENT,
+                              "[%s] recurrent_guard = %s is not f32|off", fl->name, g);
+  }
   be->mvq_load = 0;
   be->mvq_forced = (kiln_cuda_matvec_shape){0, 0, 0, 0, 0};
   if (cfg) {
@@ -331,9 +340,13 @@ kiln_status kiln_cuda_open(void *plugin, const kiln_config_section *cfg, void **
   }
   const char *off = be->fuse ? (be->graph.on ? "" : ", graph off")
                              : (be->graph.on ? ", fuse off" : ", fuse and graph off");
-  host->log(KILN_LOG_INFO, fl->name, "device %d (%s), NVRTC %s, activations %s%s%s%s%s",
+  host->log(KILN_LOG_INFO, fl->name, "device %d (%s), NVRTC %s, activations %s%s%s%s%s%s",
             be->device, be->arch, be->nv.version,
-            be->act == KILN_CUDA_QUANT_NONE ? "f32" : kiln_cuda_quant_name(be->act), off,
+            be->act == KILN_CUDA_QUANT_NONE ? "f32" : kiln_cuda_quant_name(be->act),
+            be->act == KILN_CUDA_QUANT_NONE ? ""
+            : be->recurrent_guard           ? " (f32 for the matvecs that feed a recurrent state)"
+                                            : " (recurrent_guard off)",
+            off,
             be->pdl ? "" : ", pdl off",
             fl->prefill == KILN_CUDA_PREFILL_BATCHED ? ", gemm " : "",
             fl->prefill != KILN_CUDA_PREFILL_BATCHED ? ""

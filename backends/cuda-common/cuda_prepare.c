@@ -451,10 +451,15 @@ static kiln_status prepare_mvq_group(kiln_cuda_backend *be, const kiln_node *nod
 }
 
 /* activations = q16 / q8: matvec_q of this matrix, its quantize kernel,
- * the scratch, and the group it may join. */
+ * the scratch, and the group it may join; none for a matvec that feeds a
+ * recurrent state under recurrent_guard = f32 (kiln/graph.h,
+ * kiln_mul_mat_params), which then takes the f32 matvec prepare_mul_mat
+ * made, and whose producer (fused norm, SwiGLU) writes no quantized copy
+ * for it (cuda_fuse.c asks for matvec_q). */
 static kiln_status prepare_mvq(kiln_cuda_backend *be, const kiln_node *node,
                                kiln_cuda_node_state *ns) {
   if (be->act == KILN_CUDA_QUANT_NONE || !kiln_cuda_matvec_q_ok(node)) return NULL;
+  if (be->recurrent_guard && node->p.mul_mat.feeds_recurrent) return NULL;
   const kiln_host_api *host = be->host;
   ns->mvq_self = kiln_cuda_mvq_member_of(node);
   const kiln_cuda_matvec_shape shape = mvq_shape(be, &ns->mvq_self, 1);

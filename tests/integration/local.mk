@@ -3,13 +3,13 @@ check_PROGRAMS += tests/integration/test_golden_cpu tests/integration/test_eps_f
 	tests/integration/test_fallback tests/integration/test_conf_files tests/integration/test_parity_qwen \
 	tests/integration/test_cli_tokenize tests/integration/test_cli_run tests/integration/test_perplexity \
 	tests/integration/test_golden_qwen35 tests/integration/test_parity_qwen35 tests/integration/test_model_qwen35 \
-	tests/integration/test_output_head tests/integration/test_parity_cpu_fast \
+	tests/integration/test_output_head tests/integration/test_parity_cpu_fast tests/integration/test_parity_recurrent_guard \
 	tests/integration/test_tp_emulation tests/integration/test_session_rewind
 TESTS += tests/integration/test_golden_cpu tests/integration/test_eps_from_gguf \
 	tests/integration/test_fallback tests/integration/test_conf_files tests/integration/test_parity_qwen \
 	tests/integration/test_cli_tokenize tests/integration/test_cli_run tests/integration/test_perplexity \
 	tests/integration/test_golden_qwen35 tests/integration/test_parity_qwen35 tests/integration/test_model_qwen35 \
-	tests/integration/test_output_head tests/integration/test_parity_cpu_fast \
+	tests/integration/test_output_head tests/integration/test_parity_cpu_fast tests/integration/test_parity_recurrent_guard \
 	tests/integration/test_tp_emulation tests/integration/test_session_rewind tests/integration/test_cli.sh tests/integration/test_cli_hardening.sh tests/integration/test_n_ctx.sh \
 	tests/embed/test_embed.sh
 EXTRA_DIST += tests/integration/test_cli.sh tests/integration/test_cli_hardening.sh tests/integration/test_n_ctx.sh \
@@ -70,6 +70,10 @@ tests_integration_test_output_head_LDADD = $(TEST_LIBS)
 tests_integration_test_parity_cpu_fast_SOURCES = tests/integration/test_parity_cpu_fast.c
 tests_integration_test_parity_cpu_fast_CFLAGS = $(TEST_CFLAGS)
 tests_integration_test_parity_cpu_fast_LDADD = $(TEST_LIBS)
+tests_integration_test_parity_recurrent_guard_SOURCES = tests/integration/test_parity_recurrent_guard.c \
+	tests/qwen35_fixture.c tests/qwen35_fixture.h
+tests_integration_test_parity_recurrent_guard_CFLAGS = $(TEST_CFLAGS)
+tests_integration_test_parity_recurrent_guard_LDADD = $(TEST_LIBS)
 tests_integration_test_tp_emulation_SOURCES = tests/integration/test_tp_emulation.c
 tests_integration_test_tp_emulation_CFLAGS = $(TEST_CFLAGS)
 tests_integration_test_tp_emulation_LDADD = $(TEST_LIBS)

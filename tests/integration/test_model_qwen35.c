@@ -149,6 +149,64 @@ static void test_hybrid_graph(void **state) {
   kiln_model_free(m);
 }
 
+/* Which matvecs feed a recurrent state (kiln/graph.h,
+ * p.mul_mat.feeds_recurrent, what [cpu] / [cuda-*] recurrent_guard keeps
+ * exact): every one whose output a later SSM_CONV or GATED_DELTA_NET reads
+ * through the residual stream, full attention's too; in the last Gated
+ * DeltaNet block only those before its delta rule (q/k/v, alpha, beta: not
+ * z, which meets the rule's output after it, nor ssm_out); none after it,
+ * nor the logits; none at all in a model without recurrent layers. */
+static void test_feeds_recurrent(void **state) {
+  (void)state;
+  static const char *feeding[] = {
+      "blk.0.attn_qkv",  "blk.0.attn_gate", "blk.0.ssm_alpha", "blk.0.ssm_beta",    "blk.0.ssm_out",
+      "blk.0.ffn_gate",  "blk.0.ffn_up",    "blk.0.ffn_down",  "blk.1.attn_q",      "blk.1.attn_k",
+      "blk.1.attn_v",    "blk.1.attn_output", "blk.1.ffn_gate", "blk.1.ffn_up",     "blk.1.ffn_down",
+      "blk.2.attn_qkv",  "blk.2.ssm_alpha", "blk.2.ssm_beta",
+  };
+  const size_t n_feeding = sizeof feeding / sizeof feeding[0];
+  kiln_model *m;
+  KT_ASSERT_OK(kiln_model_open(synth("rfrf", "RFRF", false), &m));
+  for (int32_t batch = 1; batch <= 8; batch += 7) {
+    kiln_graph *g;
+    KT_ASSERT_OK(kiln_graph_build(m, &(kiln_graph_options){.batch = batch, .n_ctx = 32}, &g));
+    size_t n_mm = 0, n_feed = 0;
+    for (uint32_t i = 0; i < kiln_graph_n_nodes(g); i++) {
+      const kiln_node *n = kiln_graph_node(g, i);
+      if (n->op != KILN_OP_MUL_MAT) continue;
+      bool want = false;
+      for (size_t k = 0; k < n_feeding; k++) want |= strcmp(n->name, feeding[k]) == 0;
+      if (n->p.mul_mat.feeds_recurrent != want)
+        fail_msg("%s: feeds_recurrent %d, expected %d", n->name, n->p.mul_mat.feeds_recurrent, want);
+      n_mm++;
+      n_feed += n->p.mul_mat.feeds_recurrent;
+    }
+    assert_int_equal(n_feed, n_feeding);
+    assert_int_equal(n_mm, 8 + 7 + 8 + 7 + 1); /* R, F, R, F blocks and the logits */
+    kiln_graph_free(g);
+  }
+  kiln_model_free(m);
+  /* a dense model: no recurrent state, no matvec marked */
+  char path[4096];
+  snprintf(path, sizeof path, "%s/llama.gguf", dir);
+  kiln_synth_options o;
+  kiln_synth_defaults(&o, KILN_ARCH_LLAMA);
+  KT_ASSERT_OK(kiln_synth_write(&o, path));
+  KT_ASSERT_OK(kiln_model_open(path, &m));
+  kiln_graph *g;
+  KT_ASSERT_OK(kiln_graph_build(m, &(kiln_graph_options){.batch = 4, .n_ctx = 16}, &g));
+  size_t n_mm = 0;
+  for (uint32_t i = 0; i < kiln_graph_n_nodes(g); i++) {
+    const kiln_node *n = kiln_graph_node(g, i);
+    if (n->op != KILN_OP_MUL_MAT) continue;
+    n_mm++;
+    if (n->p.mul_mat.feeds_recurrent) fail_msg("%s of a llama graph feeds a recurrent state", n->name);
+  }
+  assert_true(n_mm > 0);
+  kiln_graph_free(g);
+  kiln_model_free(m);
+}
+
 /* Without recurrent_layers the interval decides; without both, an error. */
 static void test_pattern_from_the_file(void **state) {
   (void)state;
@@ -258,7 +316,8 @@ static void test_mtp_block(void **state) {
 
 int main(void) {
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_hybrid_graph),  cmocka_unit_test(test_pattern_from_the_file),
+      cmocka_unit_test(test_hybrid_graph),
+      cmocka_unit_test(test_feeds_recurrent),  cmocka_unit_test(test_pattern_from_the_file),
       cmocka_unit_test(test_missing_keys),  cmocka_unit_test(test_wrong_tensors),
       cmocka_unit_test(test_mtp_block),
   };

@@ -65,16 +65,21 @@ static void test_entry_and_config_keys(void **state) {
   kiln_plugin *p;
   KT_ASSERT_OK(kiln_plugin_load(path, &p));
   const kiln_backend_ops *e = kiln_plugin_entry(p);
-  assert_int_equal(e->n_config_keys, 5);
+  assert_int_equal(e->n_config_keys, 6);
   const kiln_config_key *threads = NULL, *precision = NULL, *spin = NULL, *simd = NULL,
-                        *matvec = NULL;
+                        *matvec = NULL, *guard = NULL;
   for (uint32_t i = 0; i < e->n_config_keys; i++) {
     if (!strcmp(e->config_keys[i].name, "threads")) threads = &e->config_keys[i];
     if (!strcmp(e->config_keys[i].name, "precision")) precision = &e->config_keys[i];
     if (!strcmp(e->config_keys[i].name, "spin_us")) spin = &e->config_keys[i];
     if (!strcmp(e->config_keys[i].name, "simd")) simd = &e->config_keys[i];
     if (!strcmp(e->config_keys[i].name, "matvec")) matvec = &e->config_keys[i];
+    if (!strcmp(e->config_keys[i].name, "recurrent_guard")) guard = &e->config_keys[i];
   }
+  assert_non_null(guard);
+  assert_int_equal(guard->type, KILN_CONFIG_ENUM);
+  assert_string_equal(guard->choices, "f32|off");
+  assert_string_equal(guard->default_value, "f32");
   assert_non_null(matvec);
   assert_string_equal(matvec->choices, "int16|f32");
   assert_string_equal(matvec->default_value, "int16");

@@ -58,6 +58,7 @@ static void test_load_and_probe(void **state) {
     assert_int_equal(has_key(e, "gemm_scratch_mib"), i > 0);
     assert_int_equal(has_key(e, "allow_lower_cc"), i == 2);
     assert_true(has_key(e, "devices") && has_key(e, "tensor_parallel"));
+    assert_true(has_key(e, "activations") && has_key(e, "recurrent_guard"));
     /* the line `kiln backends` prints on tensor parallelism */
     char tp[320];
     KT_ASSERT_OK(kiln_plugin_probe_parallel(p, NULL, tp, sizeof tp));

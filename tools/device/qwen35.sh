@@ -2,7 +2,7 @@
 # Qwen3.5 (qwen35) on the GPU machine, from the build tree on-device-gpu.sh
 # made: `TESTS="tests/gpu/test_gpu_qwen35 tests/unit/test_cuda_qwen35"
 # bash .device/on-device-gpu.sh bash $PWD/tools/device/qwen35.sh`.
-# QWEN35_STEPS picks steps (default "qa parity eps"):
+# QWEN35_STEPS picks steps (default "qa parity eps speed"):
 #   qa      the tiny golden model (tests/golden/qwen35-tiny.golden, float64
 #           transformers): kiln qa on cpu and every CUDA backend, fallback =
 #           error, micro-batches 1 and 64: "golden 4/4" on each;
@@ -12,13 +12,18 @@
 #           32 value heads of 128, conv 4, untied, the Qwen3.5 vocabulary
 #           padded to 248320 rows, CONTROL embeddings of mean-square 1e-6,
 #           Q8_0 matrices): kiln parity --per-op against cpu:f64 on the ChatML
-#           prompt must pass on every CUDA backend (QWEN35_BACKENDS, default
-#           "cuda-serial/f32 cuda-batched cuda-cc120": cuda-serial with
-#           `activations = f32`; its default q16 is run too and reported,
-#           unchecked), and every norm's norm ratio at the special-token
-#           positions must be 1.000 +- 1e-3;
+#           prompt must pass on every CUDA backend in its default modes
+#           (QWEN35_BACKENDS, default "cuda-serial cuda-batched cuda-cc120";
+#           a name ending /f32 runs with `activations = f32`, /off with
+#           `recurrent_guard = off`), and every norm's norm ratio at the
+#           special-token positions must be 1.000 +- 1e-3; cuda-serial with
+#           recurrent_guard = off (q16 in every matvec, what failed before
+#           the guard) is run too and reported, unchecked;
 #   eps     the same planned with --test-eps 1e-5 must fail, first at a norm
-#           on a special-token position.
+#           on a special-token position;
+#   speed   kiln bench tg32 of the 9B file on cuda-serial and cuda-batched,
+#           recurrent_guard f32 (the default) and off: what the guard costs
+#           (reported, unchecked).
 # The 9B file (9.6 GB, /tmp/q35-9b-q8.gguf) is written once per machine.
 # Everything is printed; each unmet expectation is counted in the exit status.
 set -u
@@ -26,7 +31,7 @@ out=${OUT:-/tmp}
 K=./cli/kiln
 M=$(cd ../shared/models && pwd)
 export KILN_PLUGIN_PATH=$PWD/.libs
-steps=${QWEN35_STEPS:-qa parity eps}
+steps=${QWEN35_STEPS:-qa parity eps speed}
 bad=0
 expect() { # expect WHAT STATUS WANTED
   if [ "$2" -ne "$3" ]; then echo "!! $1: exit $2, expected $3"; bad=$((bad + 1)); fi
@@ -58,31 +63,31 @@ if [[ ($steps == *parity* || $steps == *eps*) && ! -f $big ]]; then
     -o $big 2>&1 | tail -1
   echo "== $big synthesized in $(( $(date +%s) - t )) s, $(du -h $big | cut -f1)"
 fi
-cc120=$out/cc120.ini
-printf '[cuda-cc120]\nallow_lower_cc = true\n' > "$cc120"
-serial_f32=$out/serial-f32.ini
-printf '[cuda-serial]\nactivations = f32\n' > "$serial_f32"
-# A backend of the parity and eps steps, optionally /f32: its decode
-# matvecs with f32 activations (cuda-serial passes every prompt token
-# through them; its default q16 activations are also run, unchecked, and
-# reported: on this shape they compound past parity's 1e-3 by the last
-# layers).
+# A backend of the parity, eps and speed steps, optionally /f32 (its decode
+# matvecs with f32 activations) or /off (recurrent_guard = off: q16 in the
+# matvecs that feed a recurrent state too, which on this shape compound past
+# parity's 1e-3; README, "Qwen3.5").
 cfg() {
+  local b=${1%/*} f=$out/mode-${1//\//-}.ini
+  : > "$f"
+  [ "$b" = cuda-cc120 ] && printf '[cuda-cc120]\nallow_lower_cc = true\n' >> "$f"
   case $1 in
-  cuda-cc120) echo "--config $cc120" ;;
-  */f32) echo "--config $serial_f32" ;;
+  */f32) printf '[%s]\nactivations = f32\n' "$b" >> "$f" ;;
+  */off) printf '[%s]\nrecurrent_guard = off\n' "$b" >> "$f" ;;
   esac
+  echo "--config $f"
 }
-name() { echo "${1%/f32}"; }
+name() { echo "${1%/*}"; }
 # special-token positions of the prompt: <|im_start|> = 151644, <|im_end|> = 151645
 special='$4 == 151644 || $4 == 151645'
-checked=${QWEN35_BACKENDS:-cuda-serial/f32 cuda-batched cuda-cc120}
+checked=${QWEN35_BACKENDS:-cuda-serial cuda-batched cuda-cc120}
 if [[ $steps == *parity* ]]; then
-  if [[ " $checked " == *" cuda-serial/f32 "* ]]; then
-    echo "== parity qwen35-9b cuda-serial (default activations q16) vs cpu:f64, reported only"
-    $K parity -m $big --chat -p "$P" --ref cpu:f64 --test cuda-serial --per-op > "$out/q35-parity-serial-q16.txt" 2>&1
-    echo "   exit $?: $(grep -E '^(PASS|FAIL)' "$out/q35-parity-serial-q16.txt" | head -1)"
-    grep -E "^logits" "$out/q35-parity-serial-q16.txt" | head -1
+  if [[ " $checked " == *" cuda-serial "* ]]; then
+    echo "== parity qwen35-9b cuda-serial with recurrent_guard = off (q16 everywhere) vs cpu:f64, reported only"
+    $K parity -m $big --chat -p "$P" --ref cpu:f64 --test cuda-serial $(cfg cuda-serial/off) --per-op \
+      --csv "$out/q35-parity-serial-off.csv" > "$out/q35-parity-serial-off.txt" 2>&1
+    echo "   exit $?: $(grep -E '^(PASS|FAIL)' "$out/q35-parity-serial-off.txt" | head -1)"
+    grep -E "^logits" "$out/q35-parity-serial-off.txt" | head -1
   fi
   for b in $checked; do
     echo "== parity qwen35-9b $b vs cpu:f64 (per op)"
@@ -111,6 +116,13 @@ if [[ $steps == *eps* ]]; then
       printf \"   first failing row: %s at %s (token %s), norm ratio %s, cosine %s: %s\\n\", \$1, \$3, \$4, \$6, \$5,
              ok ? \"a norm on a special token\" : \"NOT a norm on a special token\"; exit !ok }" "$out/q35-eps-$b.csv"
     expect "eps failure is a norm on a special token, $b" $? 0
+  done
+fi
+if [[ $steps == *speed* ]]; then
+  for b in cuda-serial cuda-batched cuda-serial/off cuda-batched/off; do
+    g=f32; [[ $b == */off ]] && g=off
+    echo "== bench qwen35-9b $(name $b), recurrent_guard $g, reported only"
+    $K bench -m $big -B $(name $b) $(cfg $b) -p 0 -n 32 -r 3 2>&1 | grep -E "tg32|error"
   done
 fi
 echo "== qwen35: $bad unmet expectation(s)"

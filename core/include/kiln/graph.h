@@ -19,7 +19,9 @@
  * pointers that stay valid from prepare() until the backend is closed.
  *
  * This header is part of the plugin ABI (kiln/plugin.h): changing a struct
- * here changes KILN_PLUGIN_ABI_MAJOR.
+ * here changes KILN_PLUGIN_ABI_MAJOR (a new member of the node's parameter
+ * union that adds no bytes, whose zero means what older hosts meant, is a
+ * minor change).
  */
 #ifndef KILN_GRAPH_H
 #define KILN_GRAPH_H
@@ -194,6 +196,24 @@ typedef struct kiln_slice_params {
   int32_t stride; /* values per group; divides src0's width */
 } kiln_slice_params;
 
+/* MUL_MAT: what the graph knows about where its output goes, for the
+ * numeric policies of backends (the op's arithmetic does not read it). Set
+ * by kiln_graph_build for every MUL_MAT node; zero in a graph from an
+ * older host (ABI 2.1), which reads as "false". */
+typedef struct kiln_mul_mat_params {
+  /* True when a node that updates a RECURRENT state (kiln_op_state_src(op)
+   * >= 0: SSM_CONV, GATED_DELTA_NET) reads this node's output, directly or
+   * through later nodes of the same step (the residual stream carries it
+   * to every later block). An error such a matvec makes reaches the delta
+   * rule's q and k, whose readout S^T q nearly cancels in some heads, and
+   * the per-head gated RMSNorm scales those heads back up: rounding
+   * errors come out several times larger (README, "Qwen3.5"). Backends
+   * with quantized decode activations keep these matvecs exact ([cpu] /
+   * [cuda-*] recurrent_guard). False for every MUL_MAT of a graph without
+   * recurrent layers, and for those after the last one (the logits). */
+  bool feeds_recurrent;
+} kiln_mul_mat_params;
+
 typedef struct kiln_gdn_params {
   int32_t n_k_heads;  /* q/k heads Hk (ssm.group_count) */
   int32_t n_v_heads;  /* value heads Hv (ssm.time_step_rank), a multiple of Hk */
@@ -217,6 +237,7 @@ typedef struct kiln_node {
     kiln_attention_params attention;
     kiln_slice_params slice;
     kiln_gdn_params gdn;
+    kiln_mul_mat_params mul_mat; /* ABI 2.2 */
   } p;
 } kiln_node;
 

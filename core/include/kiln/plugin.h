@@ -37,7 +37,10 @@ extern "C" {
 #endif
 
 #define KILN_PLUGIN_ABI_MAJOR 2
-#define KILN_PLUGIN_ABI_MINOR 1
+/* 2.1: probe_parallel. 2.2: MUL_MAT nodes carry p.mul_mat (kiln/graph.h),
+ * a member of the node's parameter union that adds no bytes: a host of 2.1
+ * leaves it zero, and a plugin of 2.1 does not read it. */
+#define KILN_PLUGIN_ABI_MINOR 2
 #define KILN_PLUGIN_ENTRY_SYMBOL "kiln_backend_entry"
 
 typedef enum kiln_log_level {

@@ -82,6 +82,25 @@ kiln_status kiln__graph_add_node(kiln_graph *g, kiln_op op, int32_t layer, const
   return NULL;
 }
 
+kiln_status kiln__graph_mark_feeds_recurrent(kiln_graph *g) {
+  /* Nodes are in step order, each reading only tensors written before it
+   * (or weights, inputs, states): one backward pass finds, for every
+   * tensor, whether a state-updating node is downstream of it. A state is
+   * read and written by its own node only, so no path runs through one
+   * to an earlier node. */
+  bool *reaches = calloc(g->n_tensors ? g->n_tensors : 1, sizeof *reaches);
+  if (!reaches) return kiln_status_new(KILN_STATUS_NO_MEMORY, "graph: marking the inputs of recurrent states");
+  for (uint32_t i = g->n_nodes; i-- > 0;) {
+    kiln_node *nd = g->nodes[i];
+    const bool feeds = kiln_op_state_src(nd->op) >= 0 || reaches[nd->dst->id];
+    if (nd->op == KILN_OP_MUL_MAT) nd->p.mul_mat.feeds_recurrent = feeds;
+    if (!feeds) continue;
+    for (int k = 0; k < KILN_MAX_SRC && nd->src[k]; k++) reaches[nd->src[k]->id] = true;
+  }
+  free(reaches);
+  return NULL;
+}
+
 void kiln_graph_free(kiln_graph *g) {
   if (!g) return;
   for (uint32_t i = 0; i < g->n_tensors; i++) free(g->tensors[i]);

@@ -49,4 +49,10 @@ kiln_status kiln__graph_add_node(kiln_graph *g, kiln_op op, int32_t layer, const
 kiln_status kiln__graph_add_head(kiln_graph *g, kiln_tensor *x, const kiln_tensor *norm_w,
                                  const kiln_tensor *out_w, float eps);
 
+/* Sets p.mul_mat.feeds_recurrent of every MUL_MAT node (kiln/graph.h):
+ * whether a node that updates a RECURRENT state reads its output, directly
+ * or through later nodes. kiln_graph_build calls it once the builder is
+ * done. KILN_STATUS_NO_MEMORY. */
+kiln_status kiln__graph_mark_feeds_recurrent(kiln_graph *g);
+
 #endif

@@ -41,6 +41,7 @@ kiln_status kiln_graph_build(const kiln_model *m, const kiln_graph_options *opt,
   g->n_ctx = opt->n_ctx;
   float eps = opt->eps_override > 0.0f ? opt->eps_override : m->hp.eps;
   kiln_status st = m->arch->build(g, m, eps);
+  if (!st) st = kiln__graph_mark_feeds_recurrent(g);
   if (st) {
     kiln_graph_free(g);
     return kiln_status_annotate(st, "building the %s graph", m->hp.arch_name);
