@@ -37,10 +37,10 @@
    .default_value = "bf16x3",                                                 \
    .choices = "f32|tf32|bf16|bf16x3",                                         \
    .help = "prefill GEMM arithmetic, all with f32 sums: bf16x3 keeps each "   \
-           "operand as two bf16 terms (three products a pair, about 6e-6 "    \
+           "operand as two bf16 terms (three products a pair, about 5e-6 "    \
            "relative) on tensor cores; f32 is IEEE f32 on CUDA cores (3.2x "  \
            "slower); tf32 and bf16 round the operands for tensor cores "      \
-           "(LOWER accuracy: about 4e-4 and 3e-3 relative a GEMM; both fail " \
+           "(LOWER accuracy: about 4e-4 and 2e-3 relative a GEMM; both fail " \
            "kiln parity's default thresholds on a 7B)"}
 
 #define KILN_CUDA_KEY_GEMM_SCRATCH                                            \

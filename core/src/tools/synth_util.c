@@ -117,8 +117,8 @@ kiln_status kiln__synth_add(kiln__synth *s, const char *name, kiln_type type, bo
                             double special_ms) {
   int64_t row_bytes = kiln_type_row_bytes(type, ne0);
   if (row_bytes < 0)
-    return kiln_status_new(KILN_STATUS_INVALID_ARGUMENT, "synth: %s: width %lld is not a whole number of %s blocks",
-                           name, (long long)ne0, kiln_type_name(type));
+    return kiln_status_new(KILN_STATUS_INVALID_ARGUMENT, "synth: %s: width %lld is not a whole number of %s blocks (%lld values)",
+                           name, (long long)ne0, kiln_type_name(type), (long long)kiln_type_block_size(type));
   unsigned char *data = malloc((size_t)(row_bytes * ne1));
   if (!data) return kiln_status_new(KILN_STATUS_NO_MEMORY, "synth: %s", name);
   long cpus = sysconf(_SC_NPROCESSORS_ONLN);
