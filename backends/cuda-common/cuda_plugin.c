@@ -276,6 +276,17 @@ static kiln_status open_device(kiln_cuda_backend *be, bool allow_lower) {
               be->cc_major, be->cc_minor, fl->cc_major, fl->cc_major, be->cc_major, be->cc_minor);
   }
   if (be->cc_major < 9) be->pdl = false; /* griddepcontrol is sm_90's */
+  /* bf16 tensor cores and mma.sync m16n8k16 / cp.async are sm_80's: below,
+   * the GEMMs multiply in f32 (said, not silent) and decode attention
+   * keeps the CUDA-core kernel. */
+  if (be->cc_major < 8 && (be->gemm == KILN_CUDA_GEMM_BF16 || be->gemm == KILN_CUDA_GEMM_BF16X3)) {
+    host->log(KILN_LOG_WARN, fl->name,
+              "gemm = %s needs compute capability 8.0 (bf16 tensor cores); the device is %d.%d: "
+              "the prefill GEMMs multiply in f32",
+              kiln_cuda_gemm_operand(be->gemm), be->cc_major, be->cc_minor);
+    be->gemm = KILN_CUDA_GEMM_F32;
+  }
+  if (be->cc_major < 8) be->attn_mma = false;
   if (be->cc_major < 9 && (be->mvq_load == 3 || be->mvq_forced.stages))
     return host->status_new(KILN_STATUS_UNSUPPORTED,
                             "[%s] %s needs compute capability 9.0 (bulk copies); the device is "

@@ -208,6 +208,11 @@ kiln_status kiln_cuda_attention_mma_describe(const kiln_host_api *host, kiln_kco
                            "%s cache, head_dim %d, %d / %d heads",
                            kiln_type_name(node->src[1]->type), (int)p->head_dim, (int)p->n_head,
                            (int)p->n_head_kv);
+  if (kiln_cuda_attention_mma_smem(p->head_dim, warps) > 48u * 1024u)
+    return kiln_node_error(host, KILN_STATUS_INVALID_ARGUMENT, node,
+                           "attention_mma with %u warps needs %u bytes of shared memory a block at "
+                           "head_dim %d; at most 48 KiB",
+                           warps, kiln_cuda_attention_mma_smem(p->head_dim, warps), (int)p->head_dim);
   kiln_kdesc *d = NULL;
   KILN_RETURN_IF_ERROR(host->kdesc_new(compiler, KILN_CUDA_T_ATTENTION_MMA, &d));
   kiln_status st = host->kdesc_set_i64(d, "head_dim", p->head_dim);

@@ -182,7 +182,9 @@ uint32_t kiln_cuda_attention_mma_smem(int64_t hd, uint32_t warps);
  * memory; arguments as attention_split's. KILN_STATUS_UNSUPPORTED for a
  * node that does not fit (kiln_cuda_attention_mma_fits),
  * KILN_STATUS_INVALID_ARGUMENT for warps (1..16) or n_split out of range,
- * each naming the node. */
+ * or warps whose tiles need more than 48 KiB of shared memory, each naming
+ * the node. Needs compute capability 8.0 (mma.sync m16n8k16, cp.async):
+ * the caller checks the device. */
 kiln_status kiln_cuda_attention_mma_describe(const kiln_host_api *host, kiln_kcompiler *compiler,
                                              const kiln_node *node, uint32_t warps,
                                              uint32_t n_split, kiln_kdesc **out_desc);

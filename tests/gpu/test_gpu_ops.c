@@ -12,7 +12,9 @@
  *     allocation ends);
  *   - MUL_MAT for every weight type, with and without bias, T = 1 and 5;
  *     the batched flavors' prefill GEMM in each gemm mode (bf16x3, tf32,
- *     bf16) within that mode's accuracy, over several tiles;
+ *     bf16) within that mode's accuracy, over several tiles, and bf16x3's
+ *     converted activations reused by the next GEMM of the same input but
+ *     not after a node rewrites it;
  *   - attention whose raw q.k reaches 115200 (finite, equal to cpu's),
  *     and random GQA attention at several head sizes;
  *   - RoPE NORM / NEOX (partial rotation too), GET_ROWS of every type
@@ -317,6 +319,82 @@ static void test_mul_mat_gemm_modes(void **state) {
     }
     kiln_runtime_free(rt);
   }
+  assert_int_equal(bad, 0);
+}
+
+/* The converted activations of the 16-bit gemm modes are kept for the
+ * next GEMM of the same input (cuda_gemm.c's x16 cache): Y1 = W1 X and
+ * Y2 = W2 X share one conversion, then X = X + D in place, and Y3 = W3 X
+ * must see the new X (a stale conversion is off by the whole of D). On
+ * the batched flavors with gemm = bf16x3, against cpu at f64, T = 9. */
+static void test_gemm_input_reuse(void **state) {
+  enum { K = 512, N = 64, T = 9, CAP = 12 };
+  const kiln_config_override ov[] = {{"cuda-batched", "gemm", "bf16x3", "test"},
+                                     {"cuda-cc120", "gemm", "bf16x3", "test"}};
+  kiln_runtime *rt = kg_runtime_mode("f32", true, ov, 2);
+  kg_graph g;
+  memset(&g, 0, sizeof g);
+  kg_rng r = kg_rng_new(77);
+  uint8_t *w[3];
+  float *x = kg_alloc(sizeof(float) * K * CAP), *d = kg_alloc(sizeof(float) * K * CAP);
+  kg_fill(&r, x, K * CAP, -1, 1);
+  kg_fill(&r, d, K * CAP, -1, 1);
+  static const char *const wn[3] = {"blk.0.attn_q.weight", "blk.0.attn_k.weight", "blk.0.attn_v.weight"};
+  for (int i = 0; i < 3; i++) {
+    w[i] = kg_pack_weight(KILN_TYPE_Q4_K, K, N, 0, 0, &r);
+    g.t[i] = kg_tensor(i, KILN_TYPE_Q4_K, KILN_ROLE_WEIGHT, K, N, 0, wn[i]);
+    g.data[i] = w[i];
+  }
+  g.t[3] = kg_tensor(3, KILN_TYPE_F32, KILN_ROLE_ACTIVATION, K, CAP, 0, "x");
+  g.data[3] = x;
+  g.t[4] = kg_tensor(4, KILN_TYPE_F32, KILN_ROLE_ACTIVATION, K, CAP, 0, "d");
+  g.data[4] = d;
+  for (int i = 0; i < 3; i++) {
+    static const char *const yn[3] = {"y1", "y2", "y3"};
+    g.t[5 + i] = kg_tensor(5 + i, KILN_TYPE_F32, KILN_ROLE_ACTIVATION, N, CAP, 0, yn[i]);
+  }
+  g.n_tensors = 8;
+  kg_graph_node(&g, KILN_OP_MUL_MAT, "blk.0.attn_q", 0, 3, -1, 5);
+  kg_graph_node(&g, KILN_OP_MUL_MAT, "blk.0.attn_k", 1, 3, -1, 6);
+  kg_graph_node(&g, KILN_OP_ADD, "blk.0.attn_residual", 3, 4, -1, 3);
+  kg_graph_node(&g, KILN_OP_MUL_MAT, "blk.0.attn_v", 2, 3, -1, 7);
+  const int outs[3] = {5, 6, 7};
+  float *ref[3], *got[3];
+  for (int i = 0; i < 3; i++) {
+    ref[i] = kg_alloc(g.t[5 + i].nbytes);
+    got[i] = kg_alloc(g.t[5 + i].nbytes);
+  }
+  kiln_backend *cpu = kg_backend_open(rt, "cpu");
+  KT_ASSERT_OK(kg_run_graph(cpu, &g, T, 0, outs, 3, (void *const *)ref));
+  kiln_backend_close(cpu);
+  int bad = 0;
+  for (int b = 0; b < KG_N_BACKENDS; b++) {
+    if (strcmp(kg_backends[b], "cuda-serial") == 0) continue; /* no GEMM */
+    kiln_backend *be = kg_backend_open(rt, kg_backends[b]);
+    kiln_status st = kg_run_graph(be, &g, T, 0, outs, 3, (void *const *)got);
+    kiln_backend_close(be);
+    if (st) {
+      printf("  FAIL %-12s x16 reuse: %s\n", kg_backends[b], kiln_status_message(st));
+      kiln_status_free(st);
+      bad++;
+      continue;
+    }
+    for (int i = 0; i < 3; i++) {
+      kg_worst k = kg_compare_cols(got[i], ref[i], N, T, 2e-5);
+      printf("  %-12s bf16x3 GEMM %s (%s): max rel L2 %.3e, max |ratio-1| %.3e%s\n", kg_backends[b],
+             g.t[5 + i].name, i < 2 ? "one conversion of x" : "x after the ADD", k.rel_l2, k.ratio_dev,
+             k.n_bad || !k.all_finite ? "  FAIL" : "");
+      bad += k.n_bad || !k.all_finite;
+    }
+  }
+  for (int i = 0; i < 3; i++) {
+    free(ref[i]);
+    free(got[i]);
+    free(w[i]);
+  }
+  free(x);
+  free(d);
+  kiln_runtime_free(rt);
   assert_int_equal(bad, 0);
 }
 
@@ -666,6 +744,7 @@ int main(void) {
       cmocka_unit_test(test_quantized_matvec_poison),
       cmocka_unit_test(test_mul_mat_every_type),
       cmocka_unit_test(test_mul_mat_gemm_modes),
+      cmocka_unit_test(test_gemm_input_reuse),
       cmocka_unit_test(test_attention),
       cmocka_unit_test(test_rope_norm_eltwise),
       cmocka_unit_test(test_get_rows),

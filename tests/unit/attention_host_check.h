@@ -52,8 +52,10 @@ static inline long long chunk_of(const host_shape &s, int n) {
   return (per + t - 1) / t * t;
 }
 
-/* One case: n keys; returns 1 on failure (printed). */
-static inline int run_case(const host_shape &s, int n, bool huge_scores) {
+/* One case: n keys, q and the caches' values scaled by q_scale and
+ * k_scale (powers of two: exact); returns 1 on failure (printed). */
+static inline int run_case(const host_shape &s, int n, bool huge_scores, float q_scale = 1.0f,
+                           float k_scale = 1.0f) {
   const int hd = s.head_dim, w = hd * s.n_head_kv, n_ctx = n + 2;
   const size_t qn = (size_t)hd * s.n_head, cn = (size_t)w * n_ctx;
   const size_t rec = (size_t)hd + 2, pn = (size_t)s.n_head * s.n_split * rec;
@@ -76,6 +78,8 @@ static inline int run_case(const host_shape &s, int n, bool huge_scores) {
     kg_fill(&r, k, (int64_t)cn, -2, 2);
   }
   kg_fill(&r, v, (int64_t)cn, -1, 1);
+  for (size_t i = 0; i < qn; i++) q[i] *= q_scale;
+  for (size_t i = 0; i < cn; i++) k[i] *= k_scale;
   for (size_t i = (size_t)w * n; i < cn; i++) k[i] = v[i] = NAN; /* never to be read */
   for (size_t i = 0; i < pn; i++) part[i] = NAN;
   for (size_t i = 0; i < qn; i++) y[i] = NAN;

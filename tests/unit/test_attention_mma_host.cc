@@ -7,7 +7,8 @@
  * ones: Qwen2.5-7B's heads (head_dim 128, 28 query heads on 4 KV heads) on
  * F16 and BF16 caches, a full group of 16 query heads at head_dim 64, one
  * head a KV head at head_dim 16 in one warp, and the raw q.k of 115200 of
- * test_gpu_ops (q of 40: Q scaled below f16's range and back). For each,
+ * test_gpu_ops (q of 40: Q scaled below f16's range and back), and small
+ * queries against large keys (q scaled up clear of f16's subnormals). For each,
  * keys around every boundary (attention_host_check.h: 1 and 2 keys, one
  * 16-key tile and one key either side, one tile a split and either side,
  * four tiles a split, full and partial), against the f64 softmax of the
@@ -114,6 +115,11 @@ static void test_mma_attention(void **state) {
   bad += run_shape(g16::shape, false);
   bad += run_shape(one_warp::shape, false);
   bad += run_shape(huge::shape, true);
+  /* small queries against large keys: q's f16 terms must be scaled up
+   * clear of the subnormals (2^-14 and 2^8: 1.2e-6 to 8e-5 without) */
+  bad += run_case(qwen7b_f16::shape, 257, false, 0x1p-14f, 0x1p8f);
+  bad += run_case(qwen7b_f16::shape, 257, false, 0x1p-18f, 0x1p12f);
+  bad += run_case(qwen7b_bf16::shape, 257, false, 0x1p-18f, 0x1p12f);
   assert_int_equal(bad, 0);
 }
 
