@@ -208,6 +208,10 @@ typedef struct kiln_cuda_node_state {
   bool bias_fused;       /* MUL_MAT: the matvec adds the bias */
   kiln_cuda_fn dequant;  /* MUL_MAT weight -> the GEMM's tile (f32 or bf16 terms) */
   kiln_cuda_fn gemm_input; /* MUL_MAT, 16-bit gemm modes: x -> the GEMM's bf16 operand */
+  kiln_cuda_fn mmq;        /* MUL_MAT, gemm = q16mma: the integer tensor-core GEMM (mmq.cu),
+                              per_block its tile_m (fn NULL: the node takes bf16x3) */
+  uint32_t mmq_tile_n;     /* mmq's tokens per block */
+  kiln_cuda_fn mmq_input;  /* MUL_MAT, gemm = q16mma: x -> q16 columns (quantize) */
   kiln_cuda_fn attn_merge; /* ATTENTION, one token: attention_merge after decode's attention_split
                               (fn NULL: decode merges itself or is the one-block-per-head kernel) */
   uint32_t attn_splits;    /* ATTENTION: attention_split's n_split, its grid's x; 0: no split */
@@ -261,12 +265,18 @@ typedef enum kiln_cuda_gemm_mode {
   KILN_CUDA_GEMM_F32 = 0,   /* CUBLAS_COMPUTE_32F on f32 tiles: IEEE f32 (parity's) */
   KILN_CUDA_GEMM_TF32 = 1,  /* CUBLAS_COMPUTE_32F_FAST_TF32 on f32 tiles: ~4e-4 relative */
   KILN_CUDA_GEMM_BF16 = 2,  /* bf16 tiles and activations, f32 sums: ~2e-3 relative */
-  KILN_CUDA_GEMM_BF16X3 = 3 /* bf16 hi/lo terms, 3 K terms, f32 sums: ~5e-6 relative
+  KILN_CUDA_GEMM_BF16X3 = 3, /* bf16 hi/lo terms, 3 K terms, f32 sums: ~5e-6 relative
                                (gemm_operand.cuh) */
+  KILN_CUDA_GEMM_Q16MMA = 4  /* block weights read directly by mmq.cu on int8 tensor cores,
+                               activations q16 as two int8 halves: the decode matvec_q's
+                               arithmetic; other weights take bf16x3 */
 } kiln_cuda_gemm_mode;
 
-/* The operand form of mode g's tiles ("f32", "bf16", "bf16x3") and the
- * bf16 terms a value takes in them (0: f32 values). */
+/* The mode's name as [<plugin>] gemm spells it. */
+const char *kiln_cuda_gemm_name(kiln_cuda_gemm_mode g);
+/* The operand form of mode g's tiles ("f32", "bf16", "bf16x3"; q16mma's
+ * fallback for the weights mmq does not take is bf16x3) and the bf16
+ * terms a value takes in them (0: f32 values). */
 const char *kiln_cuda_gemm_operand(kiln_cuda_gemm_mode g);
 unsigned kiln_cuda_gemm_terms(kiln_cuda_gemm_mode g);
 
@@ -348,6 +358,8 @@ typedef struct kiln_cuda_backend {
   const kiln_tensor *x16_of;
   int32_t x16_cols;
   uint64_t x16_pass;
+  bool x16_q16; /* gemm = q16mma: x16 holds x16_of's columns quantized (act_quant.cuh) for
+                   mmq, not the bf16x3 operand; the two never stand in for each other */
   kiln_cuda_node_state *states; /* by node id */
   uint32_t n_states;
   /* Pinned host memory that downloads pass through (cuda_buffers.c). */
@@ -479,7 +491,14 @@ kiln_status kiln_cuda_mul_mat_gemm(kiln_cuda_backend *be, const kiln_node *node,
 /* Makes the weight tile hold at least `bytes` (at most be->scratch_cap). */
 kiln_status kiln_cuda_scratch_reserve(kiln_cuda_backend *be, uint64_t bytes,
                                       const kiln_node *node);
-/* Makes the activations' 16-bit operand hold at least `bytes`. */
+/* gemm = q16mma, a node prepare() gave mmq (ns->mmq.fn): its input
+ * quantized to q16 into be->x16 (once per input and pass, as bf16x3's
+ * operand), then mmq (cuda_mmq.c). */
+kiln_status kiln_cuda_mul_mat_mmq(kiln_cuda_backend *be, const kiln_node *node,
+                                  const kiln_cuda_node_state *ns, CUdeviceptr w, CUdeviceptr x,
+                                  CUdeviceptr y, int32_t n_tokens);
+/* Makes the activations' operand (16-bit, or q16mma's quantized columns)
+ * hold at least `bytes`. */
 kiln_status kiln_cuda_x16_reserve(kiln_cuda_backend *be, uint64_t bytes, const kiln_node *node);
 /* Bytes of one tile row of a K-wide weight in be->gemm's operand form. */
 uint64_t kiln_cuda_tile_row_bytes(const kiln_cuda_backend *be, int64_t k);

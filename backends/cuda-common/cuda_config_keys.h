@@ -35,13 +35,17 @@
   {.name = "gemm",                                                            \
    .type = KILN_CONFIG_ENUM,                                                  \
    .default_value = "bf16x3",                                                 \
-   .choices = "f32|tf32|bf16|bf16x3",                                         \
+   .choices = "f32|tf32|bf16|bf16x3|q16mma",                                  \
    .help = "prefill GEMM arithmetic, all with f32 sums: bf16x3 keeps each "   \
            "operand as two bf16 terms (three products a pair, about 5e-6 "    \
            "relative) on tensor cores; f32 is IEEE f32 on CUDA cores (3.2x "  \
            "slower); tf32 and bf16 round the operands for tensor cores "      \
            "(LOWER accuracy: about 4e-4 and 2e-3 relative a GEMM; both fail " \
-           "kiln parity's default thresholds on a 7B)"}
+           "kiln parity's default thresholds on a 7B); q16mma reads block "   \
+           "weights (Q4_0|Q5_0|Q8_0|Q4_K|Q5_K|Q6_K) directly on int8 tensor " \
+           "cores with the activations at q16, the decode matvecs' "          \
+           "accuracy (other weights take bf16x3; not yet measured on a "      \
+           "device)"}
 
 #define KILN_CUDA_KEY_GEMM_SCRATCH                                            \
   {.name = "gemm_scratch_mib",                                                \

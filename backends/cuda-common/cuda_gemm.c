@@ -13,6 +13,9 @@
  * the tensor cores sum exactly in f32 (about 5e-6 relative to the f64
  * product, against 4e-4 for tf32 and 3e-3 for bf16, on random rows).
  *
+ * gemm = q16mma sends the nodes whose weight mmq takes to cuda_mmq.c
+ * (no tile, no cuBLAS) and the rest through bf16x3 here.
+ *
  * cuBLAS runs in the backend's context (the device's primary context, made
  * current at every entry) and on the backend's stream, so its work is
  * ordered with the kernels'. */
@@ -56,12 +59,27 @@ void kiln_cuda_blas_close(kiln_cuda_backend *be) {
   be->blas = NULL;
 }
 
+const char *kiln_cuda_gemm_name(kiln_cuda_gemm_mode g) {
+  switch (g) {
+  case KILN_CUDA_GEMM_F32: return "f32";
+  case KILN_CUDA_GEMM_TF32: return "tf32";
+  case KILN_CUDA_GEMM_BF16: return "bf16";
+  case KILN_CUDA_GEMM_BF16X3: return "bf16x3";
+  case KILN_CUDA_GEMM_Q16MMA: return "q16mma";
+  }
+  return "?";
+}
+
 const char *kiln_cuda_gemm_operand(kiln_cuda_gemm_mode g) {
-  return g == KILN_CUDA_GEMM_BF16 ? "bf16" : g == KILN_CUDA_GEMM_BF16X3 ? "bf16x3" : "f32";
+  return g == KILN_CUDA_GEMM_BF16                                      ? "bf16"
+         : g == KILN_CUDA_GEMM_BF16X3 || g == KILN_CUDA_GEMM_Q16MMA ? "bf16x3"
+                                                                      : "f32";
 }
 
 unsigned kiln_cuda_gemm_terms(kiln_cuda_gemm_mode g) {
-  return g == KILN_CUDA_GEMM_BF16 ? 1u : g == KILN_CUDA_GEMM_BF16X3 ? 3u : 0u;
+  return g == KILN_CUDA_GEMM_BF16                                      ? 1u
+         : g == KILN_CUDA_GEMM_BF16X3 || g == KILN_CUDA_GEMM_Q16MMA ? 3u
+                                                                      : 0u;
 }
 
 uint64_t kiln_cuda_tile_row_bytes(const kiln_cuda_backend *be, int64_t k) {
@@ -97,6 +115,7 @@ kiln_status kiln_cuda_x16_reserve(kiln_cuda_backend *be, uint64_t bytes, const k
 kiln_status kiln_cuda_mul_mat_gemm(kiln_cuda_backend *be, const kiln_node *node,
                                    const kiln_cuda_node_state *ns, CUdeviceptr w, CUdeviceptr x,
                                    CUdeviceptr y, int32_t n_tokens) {
+  if (ns->mmq.fn) return kiln_cuda_mul_mat_mmq(be, node, ns, w, x, y, n_tokens);
   const kiln_tensor *wt = node->src[0];
   const int64_t k = wt->ne[0], n = wt->ne[1];
   const unsigned terms = kiln_cuda_gemm_terms(be->gemm);
@@ -121,7 +140,8 @@ kiln_status kiln_cuda_mul_mat_gemm(kiln_cuda_backend *be, const kiln_node *node,
   CUdeviceptr b = x;
   if (terms) { /* the activations' operand, once for every tile (and the next GEMM of x) */
     const kiln_tensor *xt = node->src[1];
-    if (be->x16_of != xt || be->x16_pass != be->pass || be->x16_cols != n_tokens) {
+    if (be->x16_of != xt || be->x16_q16 || be->x16_pass != be->pass ||
+        be->x16_cols != n_tokens) {
       CUdeviceptr dst = be->x16;
       int cols = n_tokens;
       void *args[] = {&x, &dst, &cols};
@@ -131,6 +151,7 @@ kiln_status kiln_cuda_mul_mat_gemm(kiln_cuda_backend *be, const kiln_node *node,
                                                                   ns->gemm_input.block),
                                             1, ns->gemm_input.block, args));
       be->x16_of = xt;
+      be->x16_q16 = false;
       be->x16_pass = be->pass;
       be->x16_cols = n_tokens;
     }

@@ -224,9 +224,10 @@ static kiln_status read_config(kiln_cuda_backend *be, const kiln_config_section 
     else if (strcmp(g, "f32") == 0) be->gemm = KILN_CUDA_GEMM_F32;
     else if (strcmp(g, "tf32") == 0) be->gemm = KILN_CUDA_GEMM_TF32;
     else if (strcmp(g, "bf16") == 0) be->gemm = KILN_CUDA_GEMM_BF16;
+    else if (strcmp(g, "q16mma") == 0) be->gemm = KILN_CUDA_GEMM_Q16MMA;
     else
       return host->status_new(KILN_STATUS_INVALID_ARGUMENT,
-                              "[%s] gemm = %s is not f32|tf32|bf16|bf16x3", fl->name, g);
+                              "[%s] gemm = %s is not f32|tf32|bf16|bf16x3|q16mma", fl->name, g);
     be->scratch_cap = (uint64_t)host->cfg_int(cfg, "gemm_scratch_mib") << 20;
   }
   if (be->device < 0 || be->poison < -1 || be->poison > 255 || be->scratch_cap < (1u << 20))
@@ -276,14 +277,16 @@ static kiln_status open_device(kiln_cuda_backend *be, bool allow_lower) {
               be->cc_major, be->cc_minor, fl->cc_major, fl->cc_major, be->cc_major, be->cc_minor);
   }
   if (be->cc_major < 9) be->pdl = false; /* griddepcontrol is sm_90's */
-  /* bf16 tensor cores and mma.sync m16n8k16 / cp.async are sm_80's: below,
-   * the GEMMs multiply in f32 (said, not silent) and decode attention
-   * keeps the CUDA-core kernel. */
-  if (be->cc_major < 8 && (be->gemm == KILN_CUDA_GEMM_BF16 || be->gemm == KILN_CUDA_GEMM_BF16X3)) {
+  /* bf16 tensor cores, mma.sync m16n8k16 / m16n8k32 (f16, bf16, s8) and
+   * cp.async are sm_80's: below, the GEMMs multiply in f32 (said, not
+   * silent) and decode attention keeps the CUDA-core kernel. */
+  if (be->cc_major < 8 && (be->gemm == KILN_CUDA_GEMM_BF16 || be->gemm == KILN_CUDA_GEMM_BF16X3 ||
+                           be->gemm == KILN_CUDA_GEMM_Q16MMA)) {
     host->log(KILN_LOG_WARN, fl->name,
-              "gemm = %s needs compute capability 8.0 (bf16 tensor cores); the device is %d.%d: "
+              "gemm = %s needs compute capability 8.0 (%s tensor cores); the device is %d.%d: "
               "the prefill GEMMs multiply in f32",
-              kiln_cuda_gemm_operand(be->gemm), be->cc_major, be->cc_minor);
+              kiln_cuda_gemm_name(be->gemm), be->gemm == KILN_CUDA_GEMM_Q16MMA ? "int8" : "bf16",
+              be->cc_major, be->cc_minor);
     be->gemm = KILN_CUDA_GEMM_F32;
   }
   if (be->cc_major < 8) be->attn_mma = false;
@@ -360,9 +363,7 @@ kiln_status kiln_cuda_open(void *plugin, const kiln_config_section *cfg, void **
             off,
             be->pdl ? "" : ", pdl off",
             fl->prefill == KILN_CUDA_PREFILL_BATCHED ? ", gemm " : "",
-            fl->prefill != KILN_CUDA_PREFILL_BATCHED ? ""
-            : be->gemm == KILN_CUDA_GEMM_TF32        ? "tf32"
-                                                     : kiln_cuda_gemm_operand(be->gemm));
+            fl->prefill != KILN_CUDA_PREFILL_BATCHED ? "" : kiln_cuda_gemm_name(be->gemm));
   *out_backend = be;
   return NULL;
 }

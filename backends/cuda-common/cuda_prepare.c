@@ -23,6 +23,12 @@
 /* Weight-row groups below which a matvec splits rows between warps. */
 #define MATVEC_SPLIT_BELOW 4096
 #define QUANTIZE_BLOCK 256
+/* mmq's tile (gemm = q16mma): 128 weight rows by 64 tokens, 4 warps of 32
+ * x 64 outputs each; 42 KiB of shared memory, 133 (Q4_K) and 156 (Q6_K)
+ * registers (ptxas, sm_90). Not tuned on a device yet. */
+#define MMQ_TILE_M 128
+#define MMQ_TILE_N 64
+#define MMQ_WARPS 4
 
 kiln_status kiln_cuda_supports(void *backend, const kiln_node *node) {
   const kiln_cuda_backend *be = backend;
@@ -93,6 +99,30 @@ static kiln_cuda_matvec_shape matvec_shape(const kiln_cuda_flavor *fl, int64_t n
   return s;
 }
 
+/* gemm = q16mma, a weight mmq takes: mmq and the quantize kernel of its
+ * input (q16 whatever [<plugin>] activations says: the GEMM's accuracy is
+ * q16's), and room for every column the input can hold. A weight mmq does
+ * not take (F32, F16, BF16; K not a multiple of 128) keeps bf16x3. */
+static kiln_status prepare_mmq(kiln_cuda_backend *be, const kiln_node *node,
+                               kiln_cuda_node_state *ns) {
+  const kiln_cuda_mmq_shape shape = {MMQ_TILE_M, MMQ_TILE_N, MMQ_WARPS};
+  kiln_kdesc *d = NULL;
+  KILN_RETURN_IF_ERROR(
+      kiln_cuda_mmq_describe(be->host, be->compiler, node, KILN_CUDA_QUANT_Q16, &shape, &d));
+  KILN_RETURN_IF_ERROR(get_fn(be, d, node, &ns->mmq.fn));
+  ns->mmq.block = 32 * shape.warps;
+  ns->mmq.per_block = shape.tile_m;
+  ns->mmq_tile_n = shape.tile_n;
+  KILN_RETURN_IF_ERROR(kiln_cuda_quantize_describe(be->host, be->compiler, node,
+                                                   KILN_CUDA_QUANT_Q16, QUANTIZE_BLOCK, &d));
+  KILN_RETURN_IF_ERROR(get_fn(be, d, node, &ns->mmq_input.fn));
+  ns->mmq_input.block = QUANTIZE_BLOCK;
+  return kiln_cuda_x16_reserve(be,
+                               kiln_cuda_xq_col_bytes(node->src[0]->ne[0], KILN_CUDA_QUANT_Q16) *
+                                   (uint64_t)node->src[1]->ne[1],
+                               node);
+}
+
 static kiln_status prepare_mul_mat(kiln_cuda_backend *be, const kiln_node *node, bool batched,
                                    kiln_cuda_node_state *ns) {
   const kiln_host_api *host = be->host;
@@ -108,6 +138,8 @@ static kiln_status prepare_mul_mat(kiln_cuda_backend *be, const kiln_node *node,
     KILN_RETURN_IF_ERROR(get_fn(be, d, node, &ns->bias.fn));
     ns->bias.block = ELTWISE_BLOCK;
   }
+  if (batched && be->gemm == KILN_CUDA_GEMM_Q16MMA && kiln_cuda_mmq_ok(node))
+    return prepare_mmq(be, node, ns);
   const unsigned terms = kiln_cuda_gemm_terms(be->gemm);
   const int64_t k = node->src[0]->ne[0], n = node->src[0]->ne[1];
   const char *operand = kiln_cuda_gemm_operand(be->gemm);

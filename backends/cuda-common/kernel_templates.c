@@ -191,6 +191,49 @@ static const kiln_ktemplate gemm_input = {
     .help = "the prefill GEMM's activations to its 16-bit operand (bf16, or the bf16x3 split)",
 };
 
+/* The integer tensor-core prefill GEMM (gemm = q16mma): quantized weights
+ * read directly, activations as the decode matvec_q's q16 input. */
+static const char mmq_source[] =
+#include "grid_dep.cuh.inc"
+#include "quant_mode.cuh.inc"
+#include "act_quant.cuh.inc"
+#include "imma.cuh.inc"
+#include "mmq_types.cuh.inc"
+#include "mmq.cu.inc"
+    ;
+
+static const kiln_kparam_decl mmq_params[] = {
+    {"mmq_type", KILN_KPARAM_DTYPE, KILN_KPARAM_BAKED,
+     "the weight's type: Q4_0|Q5_0|Q8_0|Q4_K|Q5_K|Q6_K (mmq_types.cuh)"},
+    {"quant", KILN_KPARAM_STR, KILN_KPARAM_BAKED,
+     "the activations' quantization: q16 (two IMMA passes, hi and lo bytes) | q8 (one)"},
+    {"k", KILN_KPARAM_I64, KILN_KPARAM_BAKED,
+     "row length K: the weight's ne0 (a multiple of 128 and of its block)"},
+    {"tile_m", KILN_KPARAM_I64, KILN_KPARAM_BAKED, "weight rows per block (a multiple of 16)"},
+    {"tile_n", KILN_KPARAM_I64, KILN_KPARAM_BAKED, "tokens per block (a multiple of 8)"},
+    {"warps", KILN_KPARAM_I64, KILN_KPARAM_BAKED,
+     "warps per block, dividing the tile's 16x8 fragments"},
+    {"w", KILN_KPARAM_PTR, KILN_KPARAM_RUNTIME,
+     "the weight buffer's base (256-byte aligned, no padding): n_rows rows of k values"},
+    {"xq", KILN_KPARAM_PTR, KILN_KPARAM_RUNTIME,
+     "the input's columns quantized (act_quant.cuh) at KILN_XQ_COL_STRIDE(k)"},
+    {"y", KILN_KPARAM_PTR, KILN_KPARAM_RUNTIME, "output, f32 [n_rows, n_cols]"},
+    {"n_rows", KILN_KPARAM_I32, KILN_KPARAM_RUNTIME, "weight rows N"},
+    {"n_cols", KILN_KPARAM_I32, KILN_KPARAM_RUNTIME, "columns (tokens) in this launch"},
+};
+
+static const kiln_ktemplate mmq = {
+    .name = KILN_CUDA_T_MMQ,
+    .version = 1,
+    .entry = "kiln_mmq",
+    .source = mmq_source,
+    .params = mmq_params,
+    .n_params = sizeof mmq_params / sizeof mmq_params[0],
+    .help = "MUL_MAT for prefill on integer tensor cores (mma.sync m16n8k32/k16 s8, sm_80+): "
+            "block weights decoded to int8 tiles in shared memory, activations q16 as hi and "
+            "lo bytes, exact integer sums per sub-block, scales in f32",
+};
+
 static const char bias_add_source[] =
 #include "grid_dep.cuh.inc"
 #include "wtype_select.cuh.inc"
@@ -750,7 +793,7 @@ const kiln_ktemplate *const kiln_cuda_templates[] = {
     &gemm_input,      &bias_add,        &get_rows,     &rope,             &attention, &swiglu,
     &add,             &store_kv,     &quantize,         &matvec_q,  &add_rmsnorm,
     &swiglu_q,        &rope_store,   &attention_split,  &attention_merge, &flash_attention,
-    &attention_mma,
+    &attention_mma,   &mmq,
     /* qwen35 */
     &kiln_cuda_t_slice, &kiln_cuda_t_sigmoid_mul, &kiln_cuda_t_ssm_conv, &kiln_cuda_t_gdn_gate,
     &kiln_cuda_t_gdn_recurrent, &kiln_cuda_t_gdn_chunked, &kiln_cuda_t_rope_imrope,

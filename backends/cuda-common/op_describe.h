@@ -251,6 +251,39 @@ const char *kiln_cuda_quant_name(kiln_cuda_quant q);
  * KILN_XQ_COL_STRIDE), k a multiple of 32; 0 for QUANT_NONE. */
 uint64_t kiln_cuda_xq_col_bytes(int64_t k, kiln_cuda_quant q);
 
+/* ---- the integer tensor-core prefill GEMM (gemm = q16mma, mmq.cu.tmpl,
+ * mmq_describe.c) ---- */
+
+/* Its tile: tile_m weight rows (a multiple of 16) by tile_n tokens (a
+ * multiple of 8), `warps` warps dividing the tile's 16 x 8 fragments. */
+typedef struct kiln_cuda_mmq_shape {
+  uint32_t tile_m;
+  uint32_t tile_n;
+  uint32_t warps;
+} kiln_cuda_mmq_shape;
+
+/* Whether mmq decodes weights of type t (Q4_0, Q5_0, Q8_0, Q4_K, Q5_K,
+ * Q6_K), and whether it can take MUL_MAT node (such a weight, K a
+ * multiple of 128); prepare() gives any other node the bf16x3 GEMM. */
+bool kiln_cuda_mmq_type_ok(kiln_type t);
+bool kiln_cuda_mmq_ok(const kiln_node *node);
+
+/* The static shared memory of mmq's block for weights of type t,
+ * activations q and the shape. */
+uint32_t kiln_cuda_mmq_shared_bytes(kiln_type t, kiln_cuda_quant q,
+                                    const kiln_cuda_mmq_shape *shape);
+
+/* MUL_MAT, prefill: mmq with the weight's type (mmq_type), its K, the
+ * activations' quant (q16 or q8), and the shape (at most 48 KiB of shared
+ * memory); grid (ceil(N / tile_m), ceil(n_cols / tile_n)), block 32 warps;
+ * arguments (w, xq, y, N, n_cols): the weight buffer's base, its input
+ * quantized by the quantize template at KILN_XQ_COL_STRIDE(K) a column,
+ * and the f32 output [N, n_cols]. KILN_STATUS_UNSUPPORTED for a node
+ * kiln_cuda_mmq_ok refuses, KILN_STATUS_INVALID_ARGUMENT for a bad shape. */
+kiln_status kiln_cuda_mmq_describe(const kiln_host_api *host, kiln_kcompiler *compiler,
+                                   const kiln_node *node, kiln_cuda_quant q,
+                                   const kiln_cuda_mmq_shape *shape, kiln_kdesc **out_desc);
+
 /* Whether matvec_q can run MUL_MAT `node`: a block weight (Q4_0, Q5_0,
  * Q8_0, Q4_K, Q5_K, Q6_K) and no bias or an F32/F16/BF16 one. */
 bool kiln_cuda_matvec_q_ok(const kiln_node *node);

@@ -161,6 +161,20 @@ tests_unit_test_gemm_operand_host_CXXFLAGS = $(CMOCKA_CFLAGS) -I$(top_srcdir)/te
 	-Wno-unused-function
 tests_unit_test_gemm_operand_host_LDADD = $(kiln_gpu_test_libs)
 
+# The prefill's integer tensor-core GEMM (gemm = q16mma: quantize, then
+# mmq) the same way, mma.sync's int8 shapes emulated from their fragment
+# layouts, against f64 and against the decode matvec_q's q16 sums.
+check_PROGRAMS += tests/unit/test_mmq_host
+TESTS += tests/unit/test_mmq_host
+tests_unit_test_mmq_host_SOURCES = tests/unit/test_mmq_host.cc \
+	tests/unit/cuda_block_emu.h tests/unit/mmq_host_shape.h tests/unit/matvec_q_host_prims.h
+tests_unit_test_mmq_host_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/tests/gpu \
+	-I$(top_srcdir)/backends/cuda-common/kernels
+tests_unit_test_mmq_host_CXXFLAGS = $(CMOCKA_CFLAGS) -I$(top_srcdir)/tests -std=gnu++17 -O2 \
+	-fno-strict-aliasing -Wall -Wextra -Wno-unknown-pragmas -Wno-unused-parameter \
+	-Wno-unused-function
+tests_unit_test_mmq_host_LDADD = $(kiln_gpu_test_libs)
+
 # CI-side checks of the CUDA code that need no device: the plugins load
 # and report themselves (libkiln only, through the loader), and every
 # template compiles with NVRTC for sm_90 / sm_120 / sm_121.

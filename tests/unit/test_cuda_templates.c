@@ -287,6 +287,11 @@ static void compile_all(kiln_kcompiler *c, const char *arch) {
         check_kernel(d, &g->mm_q, arch);
       }
       compile_matvec_q(c, g, arch);
+      if (kiln_cuda_mmq_ok(&g->mm_ff)) { /* gemm = q16mma's prefill GEMM, the backends' tile */
+        const kiln_cuda_mmq_shape ms = {128, 64, 4};
+        KT_ASSERT_OK(kiln_cuda_mmq_describe(h, c, &g->mm_ff, KILN_CUDA_QUANT_Q16, &ms, &d));
+        check_kernel(d, &g->mm_ff, arch);
+      }
       if (ti == 0) { /* the type-independent kernels once per shape */
         KT_ASSERT_OK(kiln_cuda_bias_describe(h, c, &g->mm_q, 256, &d));
         check_kernel(d, &g->mm_q, arch);
@@ -1026,6 +1031,114 @@ static void test_attention_mma(void **state) {
   free(g);
 }
 
+/* The integer tensor-core prefill GEMM (gemm = q16mma): every block type
+ * compiles in q16 and q8 with the backends' tile (128 x 64, 4 warps) and
+ * another (64 x 32, 8 warps), its PTX runs the int8 mma.sync of the type's
+ * sub-block (m16n8k32; Q6_K's scales per 16: m16n8k16), and u8 operands
+ * at q16 only (the lo bytes); every baked value is in the canonical form
+ * and the descriptors that differ in one differ in key and PTX; describe
+ * refuses what mmq cannot take (F16 weights, K not a multiple of 128,
+ * tiles past 48 KiB or not divisible among the warps). */
+static void test_mmq(void **state) {
+  (void)state;
+  const kiln_host_api *h = kt_kcache_host();
+  kiln_kcache *kc = kt_kcache_open(NULL, NULL);
+  kiln_nvrtc nv;
+  kiln_kcompiler *c = NULL;
+  KT_ASSERT_OK(kiln_cuda_templates_register(h, kc));
+  KT_ASSERT_OK(kiln_nvrtc_register(&nv, h, kc, "sm_90", &c));
+  nodes *g = malloc(sizeof *g);
+  static const kiln_type types[] = {KILN_TYPE_Q4_0, KILN_TYPE_Q5_0, KILN_TYPE_Q8_0,
+                                    KILN_TYPE_Q4_K, KILN_TYPE_Q5_K, KILN_TYPE_Q6_K};
+  static const kiln_cuda_mmq_shape tiles[] = {{128, 64, 4}, {64, 32, 8}};
+  static const kiln_cuda_quant qs[] = {KILN_CUDA_QUANT_Q16, KILN_CUDA_QUANT_Q8};
+  char want[96], what[128];
+  compiled base[2]; /* Q4_K at q16 in the two tiles */
+  memset(base, 0, sizeof base);
+  for (size_t t = 0; t < sizeof types / sizeof types[0]; t++) {
+    build(g, &shapes[1], types[t]);
+    assert_true(kiln_cuda_mmq_ok(&g->mm_ff) && kiln_cuda_mmq_ok(&g->mm_q));
+    for (size_t q = 0; q < 2; q++)
+      for (size_t f = 0; f < 2; f++) {
+        kiln_kdesc *d = NULL;
+        KT_ASSERT_OK(kiln_cuda_mmq_describe(h, c, &g->mm_ff, qs[q], &tiles[f], &d));
+        snprintf(want, sizeof want, "param mmq_type dtype %s\n", kiln_type_name(types[t]));
+        assert_canon_has(d, want);
+        assert_canon_has(d, q ? "param quant str q8\n" : "param quant str q16\n");
+        assert_canon_has(d, "param k i64 18944\n");
+        snprintf(want, sizeof want, "param tile_m i64 %u\n", tiles[f].tile_m);
+        assert_canon_has(d, want);
+        snprintf(want, sizeof want, "param tile_n i64 %u\n", tiles[f].tile_n);
+        assert_canon_has(d, want);
+        snprintf(want, sizeof want, "param warps i64 %u\n", tiles[f].warps);
+        assert_canon_has(d, want);
+        compiled out = compile_desc(d, &g->mm_ff);
+        const char *mma = types[t] == KILN_TYPE_Q6_K ? "mma.sync.aligned.m16n8k16.row.col.s32.s8.s8.s32"
+                                                     : "mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32";
+        const char *lo = types[t] == KILN_TYPE_Q6_K ? "mma.sync.aligned.m16n8k16.row.col.s32.s8.u8.s32"
+                                                    : "mma.sync.aligned.m16n8k32.row.col.s32.s8.u8.s32";
+        if (!strstr(out.ptx, mma)) fail_msg("mmq %s: PTX lacks %s", kiln_type_name(types[t]), mma);
+        if ((strstr(out.ptx, lo) != NULL) != (q == 0))
+          fail_msg("mmq %s %s: the u8 (lo bytes) pass is %s", kiln_type_name(types[t]),
+                   q ? "q8" : "q16", q ? "there" : "missing");
+        if (types[t] == KILN_TYPE_Q4_K && q == 0) {
+          base[f] = out;
+        } else {
+          if (base[f].ptx) {
+            snprintf(what, sizeof what, "mmq tile %ux%u: Q4_K q16 / %s %s", tiles[f].tile_m,
+                     tiles[f].tile_n, kiln_type_name(types[t]), q ? "q8" : "q16");
+            assert_differ(&base[f], &out, what);
+          }
+          free(out.ptx);
+        }
+      }
+  }
+  assert_differ(&base[0], &base[1], "mmq Q4_K q16 tile 128x64x4 / 64x32x8");
+  /* each of K, tile_m, tile_n and warps alone */
+  build(g, &shapes[1], KILN_TYPE_Q4_K);
+  static const kiln_cuda_mmq_shape one[] = {{64, 64, 4}, {128, 32, 4}, {128, 64, 8}};
+  for (size_t f = 0; f < 3; f++) {
+    kiln_kdesc *d = NULL;
+    KT_ASSERT_OK(kiln_cuda_mmq_describe(h, c, &g->mm_ff, KILN_CUDA_QUANT_Q16, &one[f], &d));
+    compiled out = compile_desc(d, &g->mm_ff);
+    snprintf(what, sizeof what, "mmq tile 128x64x4 / %ux%ux%u", one[f].tile_m, one[f].tile_n,
+             one[f].warps);
+    assert_differ(&base[0], &out, what);
+    free(out.ptx);
+  }
+  {
+    kiln_kdesc *d = NULL;
+    KT_ASSERT_OK(kiln_cuda_mmq_describe(h, c, &g->mm_q, KILN_CUDA_QUANT_Q16, &tiles[0], &d));
+    assert_canon_has(d, "param k i64 3584\n");
+    compiled out = compile_desc(d, &g->mm_q);
+    assert_differ(&base[0], &out, "mmq k 18944 / 3584");
+    free(out.ptx);
+  }
+  free(base[0].ptx);
+  free(base[1].ptx);
+  /* refused: an F16 weight, K = 64 (stories260K), a tile past 48 KiB, warps
+   * that do not divide the fragments */
+  kiln_kdesc *d = NULL;
+  build(g, &shapes[1], KILN_TYPE_F16);
+  assert_false(kiln_cuda_mmq_ok(&g->mm_ff));
+  KT_ASSERT_ERR(kiln_cuda_mmq_describe(h, c, &g->mm_ff, KILN_CUDA_QUANT_Q16, &tiles[0], &d),
+                KILN_STATUS_UNSUPPORTED, "not F16 with K 18944");
+  build(g, &shapes[0], KILN_TYPE_Q8_0);
+  assert_false(kiln_cuda_mmq_ok(&g->mm_q));
+  KT_ASSERT_ERR(kiln_cuda_mmq_describe(h, c, &g->mm_q, KILN_CUDA_QUANT_Q16, &tiles[0], &d),
+                KILN_STATUS_UNSUPPORTED, "not Q8_0 with K 64");
+  build(g, &shapes[1], KILN_TYPE_Q4_K);
+  const kiln_cuda_mmq_shape big = {128, 128, 4}, odd = {128, 64, 3};
+  KT_ASSERT_ERR(kiln_cuda_mmq_describe(h, c, &g->mm_ff, KILN_CUDA_QUANT_Q16, &big, &d),
+                KILN_STATUS_INVALID_ARGUMENT, "past 48 KiB");
+  KT_ASSERT_ERR(kiln_cuda_mmq_describe(h, c, &g->mm_ff, KILN_CUDA_QUANT_Q16, &odd, &d),
+                KILN_STATUS_INVALID_ARGUMENT, "warps must divide");
+  KT_ASSERT_ERR(kiln_cuda_mmq_describe(h, c, &g->mm_ff, KILN_CUDA_QUANT_NONE, &tiles[0], &d),
+                KILN_STATUS_INVALID_ARGUMENT, "must be q16 or q8");
+  free(g);
+  kiln_kcache_close(kc);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_every_template_every_arch),
@@ -1035,6 +1148,7 @@ int main(void) {
       cmocka_unit_test(test_kv_type_baked),
       cmocka_unit_test(test_gemm_operand_baked),
       cmocka_unit_test(test_attention_mma),
+      cmocka_unit_test(test_mmq),
       cmocka_unit_test(test_step_block_layout),
       cmocka_unit_test(test_xq_scratch_layout),
   };

@@ -101,6 +101,11 @@ static const sample samples[] = {
     /* attention_split: the merge fused in first (quant and k matter only
      * there); 14 heads a KV head at 16 splits fit it */
     {"merge", KILN_KPARAM_I64, {1, 0}, {NULL, NULL}},
+    /* mmq: the weight's block type, its tile (every combination divides
+     * evenly among 4 or 8 warps and fits 48 KiB) */
+    {"mmq_type", KILN_KPARAM_DTYPE, {KILN_TYPE_Q4_K, KILN_TYPE_Q6_K}, {NULL, NULL}},
+    {"tile_m", KILN_KPARAM_I64, {128, 64}, {NULL, NULL}},
+    {"tile_n", KILN_KPARAM_I64, {64, 32}, {NULL, NULL}},
     /* attention_mma: the KV cache's 16-bit type, the tensor cores' input */
     {"mma_type", KILN_KPARAM_STR, {0, 0}, {"f16", "bf16"}},
     /* flash_attention: tiles of 32 or 64 query rows and keys; with warps
