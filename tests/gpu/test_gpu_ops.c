@@ -12,9 +12,10 @@
  *     allocation ends);
  *   - MUL_MAT for every weight type, with and without bias, T = 1 and 5;
  *     the batched flavors' prefill GEMM in each gemm mode (bf16x3, tf32,
- *     bf16) within that mode's accuracy, over several tiles, and bf16x3's
- *     converted activations reused by the next GEMM of the same input but
- *     not after a node rewrites it;
+ *     bf16, q16mma) within that mode's accuracy, over several tiles, and
+ *     bf16x3's converted activations (q16mma's quantized ones) reused by
+ *     the next GEMM of the same input but not after a node rewrites it,
+ *     nor by a GEMM of the other form;
  *   - attention whose raw q.k reaches 115200 (finite, equal to cpu's),
  *     and random GQA attention at several head sizes;
  *   - RoPE NORM / NEOX (partial rotation too), GET_ROWS of every type
@@ -291,14 +292,17 @@ static void test_mul_mat_every_type(void **state) {
 
 /* The batched flavors' prefill GEMM in every gemm mode, every weight type,
  * against f64, each within its mode's accuracy (cuda_gemm.c): bf16x3 as
- * close as f32, tf32 and bf16 within their coarser bounds; a 1 MiB tile
- * makes a 700-row weight take several tiles, and K = 100 (F32, F16, BF16)
- * rows that are no multiple of 8. */
+ * close as f32, tf32 and bf16 within their coarser bounds, q16mma within
+ * q16's rounding of x (the block weights on mmq: about 5e-5 with these
+ * outliers, one in 41 values 30x; F32, F16 and BF16 weights fall back to
+ * bf16x3); a 1 MiB tile makes a 700-row weight take several tiles (mmq:
+ * five 128-row tiles and a partial one, T = 9 a partial 64-token tile),
+ * and K = 100 (F32, F16, BF16) rows that are no multiple of 8. */
 static void test_mul_mat_gemm_modes(void **state) {
-  static const char *const modes[] = {"bf16x3", "tf32", "bf16"};
-  static const double tols[] = {2e-5, 2e-3, 1.5e-2};
+  static const char *const modes[] = {"bf16x3", "tf32", "bf16", "q16mma"};
+  static const double tols[] = {2e-5, 2e-3, 1.5e-2, 2e-4};
   int bad = 0;
-  for (size_t mi = 0; mi < 3; mi++) {
+  for (size_t mi = 0; mi < sizeof modes / sizeof modes[0]; mi++) {
     const kiln_config_override ov[] = {
         {"cuda-batched", "gemm", modes[mi], "test"},
         {"cuda-cc120", "gemm", modes[mi], "test"},
@@ -326,11 +330,16 @@ static void test_mul_mat_gemm_modes(void **state) {
  * next GEMM of the same input (cuda_gemm.c's x16 cache): Y1 = W1 X and
  * Y2 = W2 X share one conversion, then X = X + D in place, and Y3 = W3 X
  * must see the new X (a stale conversion is off by the whole of D). On
- * the batched flavors with gemm = bf16x3, against cpu at f64, T = 9. */
-static void test_gemm_input_reuse(void **state) {
+ * the batched flavors with gemm = bf16x3 (Q4_K weights), and with gemm =
+ * q16mma with W2 an F16 weight between two block weights: Y1 quantizes X
+ * for mmq, Y2 (bf16x3's fallback) must convert X anew rather than read
+ * the quantized bytes as bf16, and Y3 (Q6_K, on mmq) must quantize the
+ * new X; against cpu at f64, T = 9. */
+static int gemm_input_reuse(const char *mode, kiln_type t1, kiln_type t2, kiln_type t3, double tol) {
   enum { K = 512, N = 64, T = 9, CAP = 12 };
-  const kiln_config_override ov[] = {{"cuda-batched", "gemm", "bf16x3", "test"},
-                                     {"cuda-cc120", "gemm", "bf16x3", "test"}};
+  const kiln_config_override ov[] = {{"cuda-batched", "gemm", mode, "test"},
+                                     {"cuda-cc120", "gemm", mode, "test"}};
+  const kiln_type wt[3] = {t1, t2, t3};
   kiln_runtime *rt = kg_runtime_mode("f32", true, ov, 2);
   kg_graph g;
   memset(&g, 0, sizeof g);
@@ -341,8 +350,8 @@ static void test_gemm_input_reuse(void **state) {
   kg_fill(&r, d, K * CAP, -1, 1);
   static const char *const wn[3] = {"blk.0.attn_q.weight", "blk.0.attn_k.weight", "blk.0.attn_v.weight"};
   for (int i = 0; i < 3; i++) {
-    w[i] = kg_pack_weight(KILN_TYPE_Q4_K, K, N, 0, 0, &r);
-    g.t[i] = kg_tensor(i, KILN_TYPE_Q4_K, KILN_ROLE_WEIGHT, K, N, 0, wn[i]);
+    w[i] = kg_pack_weight(wt[i], K, N, 0, 0, &r);
+    g.t[i] = kg_tensor(i, wt[i], KILN_ROLE_WEIGHT, K, N, 0, wn[i]);
     g.data[i] = w[i];
   }
   g.t[3] = kg_tensor(3, KILN_TYPE_F32, KILN_ROLE_ACTIVATION, K, CAP, 0, "x");
@@ -380,9 +389,10 @@ static void test_gemm_input_reuse(void **state) {
       continue;
     }
     for (int i = 0; i < 3; i++) {
-      kg_worst k = kg_compare_cols(got[i], ref[i], N, T, 2e-5);
-      printf("  %-12s bf16x3 GEMM %s (%s): max rel L2 %.3e, max |ratio-1| %.3e%s\n", kg_backends[b],
-             g.t[5 + i].name, i < 2 ? "one conversion of x" : "x after the ADD", k.rel_l2, k.ratio_dev,
+      kg_worst k = kg_compare_cols(got[i], ref[i], N, T, tol);
+      printf("  %-12s %s GEMM %s (%s, %s): max rel L2 %.3e, max |ratio-1| %.3e%s\n", kg_backends[b],
+             mode, g.t[5 + i].name, kiln_type_name(wt[i]),
+             i < 2 ? "one conversion of x" : "x after the ADD", k.rel_l2, k.ratio_dev,
              k.n_bad || !k.all_finite ? "  FAIL" : "");
       bad += k.n_bad || !k.all_finite;
     }
@@ -395,6 +405,13 @@ static void test_gemm_input_reuse(void **state) {
   free(x);
   free(d);
   kiln_runtime_free(rt);
+  return bad;
+}
+
+static void test_gemm_input_reuse(void **state) {
+  int bad = 0;
+  bad += gemm_input_reuse("bf16x3", KILN_TYPE_Q4_K, KILN_TYPE_Q4_K, KILN_TYPE_Q4_K, 2e-5);
+  bad += gemm_input_reuse("q16mma", KILN_TYPE_Q4_K, KILN_TYPE_F16, KILN_TYPE_Q6_K, 2e-4);
   assert_int_equal(bad, 0);
 }
 

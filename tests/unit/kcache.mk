@@ -84,6 +84,9 @@ tests_unit_test_kcache_guard_drop_LDADD = backends/cuda-common/libkilncudacommon
 # And every baked parameter of the flash prefill attention (head_dim,
 # n_head, n_head_kv, the scale, bq, bk, warps, kv_type), each in
 # flash_attention alone: its source depends on each of them.
+# And every baked parameter of the integer tensor-core prefill GEMM (mmq:
+# mmq_type, quant, k, tile_m, tile_n, warps), each in mmq alone (quant, k
+# and warps are other templates' too, and would go red there first).
 # Each checks only the templates declaring its parameter (test_kcache_guard.c).
 kcache_guard_drop_sources = tests/unit/test_kcache_guard.c $(kcache_testhost) core/src/base/status.c \
 	$(kiln_kcache_sources)
@@ -101,7 +104,7 @@ kcache_guard_drop_more = tests/unit/test_kcache_guard_drop_l2_eps tests/unit/tes
 	tests/unit/test_kcache_guard_drop_k_merge tests/unit/test_kcache_guard_drop_kv_store \
 	tests/unit/test_kcache_guard_drop_kv_attention tests/unit/test_kcache_guard_drop_kv_split \
 	tests/unit/test_kcache_guard_drop_kv_rope_store \
-	$(kcache_guard_drop_flash)
+	$(kcache_guard_drop_flash) $(kcache_guard_drop_mmq)
 check_PROGRAMS += $(kcache_guard_drop_more)
 TESTS += $(kcache_guard_drop_more)
 XFAIL_TESTS += $(kcache_guard_drop_more)
@@ -247,4 +250,42 @@ tests_unit_test_kcache_guard_drop_kv_flash_CPPFLAGS = $(kcache_cuda_cppflags) -D
 	-DKILN_KCACHE_TEST_DROP_TEMPLATE='"flash_attention"'
 tests_unit_test_kcache_guard_drop_kv_flash_CFLAGS = $(kcache_guard_drop_cflags)
 tests_unit_test_kcache_guard_drop_kv_flash_LDADD = $(kcache_guard_drop_libs)
+
+# mmq's drop builds (see above).
+kcache_guard_drop_mmq = tests/unit/test_kcache_guard_drop_mmq_type_mmq \
+	tests/unit/test_kcache_guard_drop_quant_mmq \
+	tests/unit/test_kcache_guard_drop_k_mmq \
+	tests/unit/test_kcache_guard_drop_tile_m_mmq \
+	tests/unit/test_kcache_guard_drop_tile_n_mmq \
+	tests/unit/test_kcache_guard_drop_warps_mmq
+tests_unit_test_kcache_guard_drop_mmq_type_mmq_SOURCES = $(kcache_guard_drop_sources)
+tests_unit_test_kcache_guard_drop_mmq_type_mmq_CPPFLAGS = $(kcache_cuda_cppflags) -DKILN_KCACHE_TEST_DROP_PARAM='"mmq_type"' \
+	-DKILN_KCACHE_TEST_DROP_TEMPLATE='"mmq"'
+tests_unit_test_kcache_guard_drop_mmq_type_mmq_CFLAGS = $(kcache_guard_drop_cflags)
+tests_unit_test_kcache_guard_drop_mmq_type_mmq_LDADD = $(kcache_guard_drop_libs)
+tests_unit_test_kcache_guard_drop_quant_mmq_SOURCES = $(kcache_guard_drop_sources)
+tests_unit_test_kcache_guard_drop_quant_mmq_CPPFLAGS = $(kcache_cuda_cppflags) -DKILN_KCACHE_TEST_DROP_PARAM='"quant"' \
+	-DKILN_KCACHE_TEST_DROP_TEMPLATE='"mmq"'
+tests_unit_test_kcache_guard_drop_quant_mmq_CFLAGS = $(kcache_guard_drop_cflags)
+tests_unit_test_kcache_guard_drop_quant_mmq_LDADD = $(kcache_guard_drop_libs)
+tests_unit_test_kcache_guard_drop_k_mmq_SOURCES = $(kcache_guard_drop_sources)
+tests_unit_test_kcache_guard_drop_k_mmq_CPPFLAGS = $(kcache_cuda_cppflags) -DKILN_KCACHE_TEST_DROP_PARAM='"k"' \
+	-DKILN_KCACHE_TEST_DROP_TEMPLATE='"mmq"'
+tests_unit_test_kcache_guard_drop_k_mmq_CFLAGS = $(kcache_guard_drop_cflags)
+tests_unit_test_kcache_guard_drop_k_mmq_LDADD = $(kcache_guard_drop_libs)
+tests_unit_test_kcache_guard_drop_tile_m_mmq_SOURCES = $(kcache_guard_drop_sources)
+tests_unit_test_kcache_guard_drop_tile_m_mmq_CPPFLAGS = $(kcache_cuda_cppflags) -DKILN_KCACHE_TEST_DROP_PARAM='"tile_m"' \
+	-DKILN_KCACHE_TEST_DROP_TEMPLATE='"mmq"'
+tests_unit_test_kcache_guard_drop_tile_m_mmq_CFLAGS = $(kcache_guard_drop_cflags)
+tests_unit_test_kcache_guard_drop_tile_m_mmq_LDADD = $(kcache_guard_drop_libs)
+tests_unit_test_kcache_guard_drop_tile_n_mmq_SOURCES = $(kcache_guard_drop_sources)
+tests_unit_test_kcache_guard_drop_tile_n_mmq_CPPFLAGS = $(kcache_cuda_cppflags) -DKILN_KCACHE_TEST_DROP_PARAM='"tile_n"' \
+	-DKILN_KCACHE_TEST_DROP_TEMPLATE='"mmq"'
+tests_unit_test_kcache_guard_drop_tile_n_mmq_CFLAGS = $(kcache_guard_drop_cflags)
+tests_unit_test_kcache_guard_drop_tile_n_mmq_LDADD = $(kcache_guard_drop_libs)
+tests_unit_test_kcache_guard_drop_warps_mmq_SOURCES = $(kcache_guard_drop_sources)
+tests_unit_test_kcache_guard_drop_warps_mmq_CPPFLAGS = $(kcache_cuda_cppflags) -DKILN_KCACHE_TEST_DROP_PARAM='"warps"' \
+	-DKILN_KCACHE_TEST_DROP_TEMPLATE='"mmq"'
+tests_unit_test_kcache_guard_drop_warps_mmq_CFLAGS = $(kcache_guard_drop_cflags)
+tests_unit_test_kcache_guard_drop_warps_mmq_LDADD = $(kcache_guard_drop_libs)
 endif

@@ -14,8 +14,10 @@
  * itself (merge), every baked parameter
  * of the flash prefill attention (head_dim, n_head, n_head_kv, scale, bq, bk,
  * warps, kv_type), the KV cache's type (kv_type) in each of store_kv, attention,
- * attention_split and rope_store — where it must fail (XFAIL), proving the
- * guard goes red for each. */
+ * attention_split and rope_store, every baked parameter of the integer
+ * tensor-core prefill GEMM (mmq: mmq_type, quant, k, tile_m, tile_n, warps)
+ * in mmq alone — where it must fail (XFAIL), proving the guard goes red
+ * for each. */
 #include "config.h"
 
 #include <setjmp.h>

@@ -13,7 +13,7 @@
 # MODES_STEPS (default "parity merge gemm depth profile") picks the parts, run
 # in that order:
 #   parity   per-op parity of cuda-batched with gemm = MODES_GEMM (default
-#            "bf16x3 tf32 bf16") against cpu:f64;
+#            "bf16x3 tf32 bf16 q16mma") against cpu:f64;
 #   merge    tg128 with attention_merge = fused and kernel, cuda-batched and
 #            cuda-serial, AB_ROUNDS rounds each (default 2);
 #   gemm     pp512 with gemm = f32 and each of MODES_GEMM, and bf16x3 with
@@ -39,8 +39,8 @@ say() { echo "== [$(($(date +%s) - t0)) s] $*"; }
 prompt=/tmp/modes-prompt.txt
 printf '<|im_start|>user\nWhat is the capital of France? Answer briefly.<|im_end|>\n<|im_start|>assistant\n' > $prompt
 if [[ $steps == *parity* ]]; then
-  say "per-op parity of cuda-batched for gemm = ${MODES_GEMM:-bf16x3 tf32 bf16} against cpu:f64"
-  for g in ${MODES_GEMM:-bf16x3 tf32 bf16}; do
+  say "per-op parity of cuda-batched for gemm = ${MODES_GEMM:-bf16x3 tf32 bf16 q16mma} against cpu:f64"
+  for g in ${MODES_GEMM:-bf16x3 tf32 bf16 q16mma}; do
     printf '[cuda-batched]\ngemm = %s\n' "$g" > "/tmp/modes-$g.ini"
     echo "gemm = $g (the KV type column is the cache's: f32)"
     KILN=$K TEST=cuda-batched ARGS="--config /tmp/modes-$g.ini" timeout 200 \
@@ -57,7 +57,7 @@ fi
 if [[ $steps == *gemm* ]]; then
   say "pp512 per gemm mode"
   v=('f32:gemm=f32')
-  for g in ${MODES_GEMM:-bf16x3 tf32 bf16}; do v+=("$g:gemm=$g"); done
+  for g in ${MODES_GEMM:-bf16x3 tf32 bf16 q16mma}; do v+=("$g:gemm=$g"); done
   # bf16x3 with smaller tiles: a tile that stays in the L2 (50 MB) between
   # its dequant_rows and its GEMM saves its HBM round trip
   for m in ${MODES_SCRATCH:-32 64}; do v+=("bf16x3-${m}MiB:gemm=bf16x3,gemm_scratch_mib=$m"); done
