@@ -25,15 +25,18 @@
  * events a long prefill on cuda-serial (a node run per token) would hold. */
 #define MAX_PENDING 8192
 
-static void node_label(const kiln_cuda_backend *be, const kiln_node *node, int multi, char *buf,
-                       size_t size) {
+static void node_label(const kiln_cuda_backend *be, const kiln_node *node,
+                       const kiln_cuda_node_state *ns, int multi, char *buf, size_t size) {
   const char *tag = multi ? " [T>1]" : " [T=1]";
   const kiln_tensor *w = node->src[0];
   switch (node->op) {
   case KILN_OP_MUL_MAT:
     snprintf(buf, size, "mul_mat %s %lldx%lld%s %s%s", kiln_type_name(w->type),
              (long long)w->ne[0], (long long)w->ne[1], node->src[2] ? " +bias" : "",
-             multi && be->fl->prefill == KILN_CUDA_PREFILL_BATCHED ? "gemm" : "matvec", tag);
+             !multi || be->fl->prefill != KILN_CUDA_PREFILL_BATCHED ? "matvec"
+             : ns->mmq.fn                                          ? "mmq"
+                                                                   : "gemm",
+             tag);
     break;
   case KILN_OP_RMS_NORM:
     snprintf(buf, size, "rms_norm %lld%s", (long long)node->src[1]->ne[0], tag);
@@ -82,7 +85,7 @@ kiln_status kiln_cuda_prof_prepare(kiln_cuda_backend *be, const kiln_node *node,
   const uint64_t bytes = node->op == KILN_OP_MUL_MAT ? node->src[0]->nbytes : 0;
   for (int multi = 0; multi < 2; multi++) {
     char label[sizeof be->prof.kinds[0].label];
-    node_label(be, node, multi, label, sizeof label);
+    node_label(be, node, ns, multi, label, sizeof label);
     KILN_RETURN_IF_ERROR(kind_of(be, label, bytes, multi, &ns->prof_kind[multi]));
   }
   return NULL;
