@@ -108,6 +108,7 @@ static kiln_status prepare_mul_mat(kiln_cuda_backend *be, const kiln_node *node,
     KILN_RETURN_IF_ERROR(get_fn(be, d, node, &ns->bias.fn));
     ns->bias.block = ELTWISE_BLOCK;
   }
+  if (batched && be->gemm == KILN_CUDA_GEMM_FP8) return kiln_cuda_fp8_prepare(be, node, ns);
   const unsigned terms = kiln_cuda_gemm_terms(be->gemm);
   const int64_t k = node->src[0]->ne[0], n = node->src[0]->ne[1];
   const char *operand = kiln_cuda_gemm_operand(be->gemm);
