@@ -344,6 +344,11 @@ typedef struct kiln_cuda_backend {
   struct cublasLtContext *lt;
   CUdeviceptr lt_ws;
   uint64_t lt_ws_bytes;
+  /* gemm = fp8 for a weight of N rows, N no multiple of 16: each tile's
+   * output goes here first, its leading dimension rounded up to 16
+   * (cuBLASLt's FP8 kernels want aligned ones), then to Y. */
+  CUdeviceptr lt_out;
+  uint64_t lt_out_bytes;
   kiln_cuda_gemm_mode gemm;
   uint64_t scratch_cap; /* most bytes the weight tile may take */
   CUdeviceptr scratch;  /* the tile, grown in prepare() */

@@ -17,7 +17,9 @@
  * device). FP8 on Hopper takes only the "TN" layout (A transposed, B not),
  * which is the one the other modes use too: the tile is K x rows column-
  * major, read transposed. K is rounded up to 16 with zeros (cuBLASLt's FP8
- * leading dimensions are multiples of 16). */
+ * leading dimensions are multiples of 16), and a weight whose N is not
+ * writes each tile's output through an aligned buffer (lt_out) that one
+ * strided copy puts in place; model weights are whole 16s of rows. */
 #include "config.h"
 
 #include <stdio.h>
@@ -84,8 +86,12 @@ kiln_status kiln_cuda_fp8_prepare(kiln_cuda_backend *be, const kiln_node *node,
   /* every column the input can hold, then a scale each */
   KILN_RETURN_IF_ERROR(kiln_cuda_x16_reserve(be, cols * ((uint64_t)k16(k) + 4u), node));
   bool grown = false;
-  return kiln_cuda_mem_reserve(be, &be->lt_ws, &be->lt_ws_bytes, FP8_WORKSPACE, node,
-                               "cuBLASLt's workspace", &grown);
+  KILN_RETURN_IF_ERROR(kiln_cuda_mem_reserve(be, &be->lt_ws, &be->lt_ws_bytes, FP8_WORKSPACE,
+                                             node, "cuBLASLt's workspace", &grown));
+  if (n % 16 == 0) return NULL;
+  return kiln_cuda_mem_reserve(be, &be->lt_out, &be->lt_out_bytes,
+                               (uint64_t)k16(kiln_cuda_tile_rows(be, k, n)) * cols * 4u, node,
+                               "the FP8 GEMM's aligned output", &grown);
 }
 
 /* The layouts and the operation of one tile's GEMM, destroyed together. */
@@ -154,6 +160,13 @@ kiln_status kiln_cuda_mul_mat_fp8(kiln_cuda_backend *be, const kiln_node *node,
     return be->host->status_new(KILN_STATUS_INTERNAL,
                                 "mul_mat node '%.*s': the FP8 GEMM was not prepared",
                                 KILN_NAME_MAX, node->name);
+  /* cuBLASLt's FP8 kernels want a leading dimension of whole 16s: a
+   * weight of other N writes each tile through lt_out. */
+  const bool aligned = n % 16 == 0;
+  if (!aligned && (uint64_t)k16(tile) * (uint64_t)n_tokens * 4u > be->lt_out_bytes)
+    return be->host->status_new(KILN_STATUS_INTERNAL,
+                                "mul_mat node '%.*s': the FP8 GEMM's output was not prepared",
+                                KILN_NAME_MAX, node->name);
   const kiln_tensor *xt = node->src[1];
   if (be->x16_of != xt || be->x16_pass != be->pass || be->x16_cols != n_tokens) {
     CUdeviceptr dst = be->x16;
@@ -175,10 +188,23 @@ kiln_status kiln_cuda_mul_mat_fp8(kiln_cuda_backend *be, const kiln_node *node,
                                           (uint32_t)(rows > 65535 ? 65535 : rows), 1,
                                           ns->dequant.block, args));
     fp8_gemm g = {0};
-    kiln_status st = fp8_gemm_run(be, node, &g, be->scratch, be->x16, y + (CUdeviceptr)r0 * 4u,
-                                  rows, n_tokens, (int)kk, (int)n);
+    const CUdeviceptr out = aligned ? y + (CUdeviceptr)r0 * 4u : be->lt_out;
+    const int ldc = aligned ? (int)n : (int)k16(rows);
+    kiln_status st = fp8_gemm_run(be, node, &g, be->scratch, be->x16, out, rows, n_tokens,
+                                  (int)kk, ldc);
     fp8_gemm_free(&g);
     KILN_RETURN_IF_ERROR(st);
+    if (!aligned) { /* the tile's rows x T outputs to their place in Y */
+      CUDA_MEMCPY2D c = {0};
+      c.srcMemoryType = c.dstMemoryType = CU_MEMORYTYPE_DEVICE;
+      c.srcDevice = be->lt_out;
+      c.srcPitch = (size_t)ldc * 4u;
+      c.dstDevice = y + (CUdeviceptr)r0 * 4u;
+      c.dstPitch = (size_t)n * 4u;
+      c.WidthInBytes = (size_t)rows * 4u;
+      c.Height = (size_t)n_tokens;
+      KILN_CU_CHECK(be->host, be->cu, node, Memcpy2DAsync(&c, be->stream));
+    }
   }
   return NULL;
 }

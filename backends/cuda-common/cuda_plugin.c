@@ -130,6 +130,7 @@ static void backend_free(kiln_cuda_backend *be) {
   if (be->scratch) cu->MemFree(be->scratch);
   if (be->x16) cu->MemFree(be->x16);
   if (be->lt_ws) cu->MemFree(be->lt_ws);
+  if (be->lt_out) cu->MemFree(be->lt_out);
   if (be->xq) cu->MemFree(be->xq);
   if (be->attn_part) cu->MemFree(be->attn_part);
   if (be->attn_tickets) cu->MemFree(be->attn_tickets);
