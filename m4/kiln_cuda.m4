@@ -22,22 +22,24 @@ AC_DEFUN([KILN_CHECK_CUDA], [
     CPPFLAGS="$CPPFLAGS $CUDA_CPPFLAGS"
     LDFLAGS="$LDFLAGS -L$CUDA_LIBDIR"
     kiln_cuda_ok=yes
-    AC_CHECK_HEADERS([cuda.h nvrtc.h cublas_v2.h], [], [kiln_cuda_ok=no])
+    AC_CHECK_HEADERS([cuda.h nvrtc.h cublas_v2.h cublasLt.h], [], [kiln_cuda_ok=no])
     AS_IF([test $kiln_cuda_ok = yes],
       [AC_CHECK_LIB([nvrtc], [nvrtcCreateProgram], [], [kiln_cuda_ok=no])])
     AS_IF([test $kiln_cuda_ok = yes],
       [AC_CHECK_LIB([cublas], [cublasCreate_v2], [], [kiln_cuda_ok=no])])
+    AS_IF([test $kiln_cuda_ok = yes],
+      [AC_CHECK_LIB([cublasLt], [cublasLtCreate], [], [kiln_cuda_ok=no])])
     CPPFLAGS=$save_CPPFLAGS; LIBS=$save_LIBS; LDFLAGS=$save_LDFLAGS
     AS_IF([test $kiln_cuda_ok = yes], [
       kiln_have_cuda=yes
       kiln_cuda_summary="($kiln_cuda_dir)"
       NVRTC_LIBS="-L$CUDA_LIBDIR -Wl,-rpath,$CUDA_LIBDIR -lnvrtc"
-      CUBLAS_LIBS="-L$CUDA_LIBDIR -Wl,-rpath,$CUDA_LIBDIR -lcublas"
+      CUBLAS_LIBS="-L$CUDA_LIBDIR -Wl,-rpath,$CUDA_LIBDIR -lcublas -lcublasLt"
       AC_DEFINE([KILN_HAVE_CUDA], [1], [the CUDA toolkit was found])
       AC_DEFINE_UNQUOTED([KILN_CUDA_LIBDIR], ["$CUDA_LIBDIR"], [the CUDA toolkit's library folder])
     ], [
       AS_IF([test "x$with_cuda" != xcheck],
-        [AC_MSG_ERROR([--with-cuda: no usable CUDA toolkit (cuda.h, nvrtc, cublas) under $kiln_cuda_dir])])
+        [AC_MSG_ERROR([--with-cuda: no usable CUDA toolkit (cuda.h, nvrtc, cublas, cublasLt) under $kiln_cuda_dir])])
     ])
   ])
   AC_SUBST([CUDA_CPPFLAGS])

@@ -267,9 +267,12 @@ typedef enum kiln_cuda_gemm_mode {
   KILN_CUDA_GEMM_BF16 = 2,  /* bf16 tiles and activations, f32 sums: ~2e-3 relative */
   KILN_CUDA_GEMM_BF16X3 = 3, /* bf16 hi/lo terms, 3 K terms, f32 sums: ~5e-6 relative
                                (gemm_operand.cuh) */
-  KILN_CUDA_GEMM_Q16MMA = 4  /* block weights read directly by mmq.cu on int8 tensor cores,
+  KILN_CUDA_GEMM_Q16MMA = 4, /* block weights read directly by mmq.cu on int8 tensor cores,
                                activations q16 as two int8 halves: the decode matvec_q's
                                arithmetic; other weights take bf16x3 */
+  KILN_CUDA_GEMM_FP8 = 5     /* e4m3 with a scale a weight row and a token, cuBLASLt, f32
+                                sums (cuda_gemm_fp8.c): ~3e-2 relative; compute capability
+                                8.9 */
 } kiln_cuda_gemm_mode;
 
 /* The mode's name as [<plugin>] gemm spells it. */
@@ -345,6 +348,17 @@ typedef struct kiln_cuda_backend {
   uint64_t xq_pass, pass;
   /* cuBLAS (batched prefill), created in open() when the flavor has it. */
   cublasHandle_t blas;
+  /* gemm = fp8: cuBLASLt (cuda_gemm_fp8.c), created in open(), and its
+   * workspace, allocated in prepare(). cublasLtHandle_t, spelled without
+   * cublasLt.h (whose prototypes -Wstrict-prototypes rejects) here. */
+  struct cublasLtContext *lt;
+  CUdeviceptr lt_ws;
+  uint64_t lt_ws_bytes;
+  /* gemm = fp8 for a weight of N rows, N no multiple of 16: each tile's
+   * output goes here first, its leading dimension rounded up to 16
+   * (cuBLASLt's FP8 kernels want aligned ones), then to Y. */
+  CUdeviceptr lt_out;
+  uint64_t lt_out_bytes;
   kiln_cuda_gemm_mode gemm;
   uint64_t scratch_cap; /* most bytes the weight tile may take */
   CUdeviceptr scratch;  /* the tile, grown in prepare() */
@@ -488,6 +502,16 @@ void kiln_cuda_blas_close(kiln_cuda_backend *be);
 kiln_status kiln_cuda_mul_mat_gemm(kiln_cuda_backend *be, const kiln_node *node,
                                    const kiln_cuda_node_state *ns, CUdeviceptr w, CUdeviceptr x,
                                    CUdeviceptr y, int32_t n_tokens);
+/* gemm = fp8 (cuda_gemm_fp8.c): the cuBLASLt handle (from blas_open),
+ * a MUL_MAT's operand kernels, tile and workspace (from prepare), and its
+ * GEMM (from mul_mat_gemm). */
+kiln_status kiln_cuda_fp8_open(kiln_cuda_backend *be);
+void kiln_cuda_fp8_close(kiln_cuda_backend *be);
+kiln_status kiln_cuda_fp8_prepare(kiln_cuda_backend *be, const kiln_node *node,
+                                  kiln_cuda_node_state *ns);
+kiln_status kiln_cuda_mul_mat_fp8(kiln_cuda_backend *be, const kiln_node *node,
+                                  const kiln_cuda_node_state *ns, CUdeviceptr w, CUdeviceptr x,
+                                  CUdeviceptr y, int32_t n_tokens);
 /* Makes the weight tile hold at least `bytes` (at most be->scratch_cap). */
 kiln_status kiln_cuda_scratch_reserve(kiln_cuda_backend *be, uint64_t bytes,
                                       const kiln_node *node);

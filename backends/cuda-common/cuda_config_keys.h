@@ -35,7 +35,7 @@
   {.name = "gemm",                                                            \
    .type = KILN_CONFIG_ENUM,                                                  \
    .default_value = "bf16x3",                                                 \
-   .choices = "f32|tf32|bf16|bf16x3|q16mma",                                  \
+   .choices = "f32|tf32|bf16|bf16x3|q16mma|fp8",                              \
    .help = "prefill GEMM arithmetic, all with f32 sums: bf16x3 keeps each "   \
            "operand as two bf16 terms (three products a pair, about 5e-6 "    \
            "relative) on tensor cores; f32 is IEEE f32 on CUDA cores (3.2x "  \
@@ -45,7 +45,9 @@
            "weights (Q4_0|Q5_0|Q8_0|Q4_K|Q5_K|Q6_K) directly on int8 tensor " \
            "cores with the activations at q16, the decode matvecs' "          \
            "accuracy (other weights take bf16x3; not yet measured on a "      \
-           "device)"}
+           "device); fp8 takes e4m3 weights and activations with a scale a " \
+           "row and a token through cuBLASLt (compute capability 8.9, else "   \
+           "bf16x3; LOWEST accuracy: about 3e-2 relative a GEMM)"}
 
 #define KILN_CUDA_KEY_GEMM_SCRATCH                                            \
   {.name = "gemm_scratch_mib",                                                \
@@ -54,7 +56,7 @@
    .min = 1,                                                                  \
    .max = 65536,                                                              \
    .help = "largest tile (MiB) a weight is dequantized into for the "        \
-           "prefill GEMMs (4 bytes a value, bf16 2, bf16x3 6); larger "       \
+           "prefill GEMMs (4 bytes a value, bf16 2, bf16x3 6, fp8 1); larger " \
            "weights go in several tiles"}
 
 #define KILN_CUDA_KEY_ACTIVATIONS                                             \

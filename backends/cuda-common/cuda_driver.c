@@ -37,6 +37,7 @@ static const struct {
     E(MemcpyHtoDAsync, "cuMemcpyHtoDAsync"),
     E(MemcpyDtoHAsync, "cuMemcpyDtoHAsync"),
     E(MemcpyDtoDAsync, "cuMemcpyDtoDAsync"),
+    E(Memcpy2DAsync, "cuMemcpy2DAsync"),
     E(MemsetD8Async, "cuMemsetD8Async"),
     E(MemsetD32Async, "cuMemsetD32Async"),
     E(ModuleLoadDataEx, "cuModuleLoadDataEx"),

@@ -47,6 +47,7 @@ typedef struct kiln_cu {
   KILN_CU_FN(MemcpyHtoDAsync, cuMemcpyHtoDAsync);
   KILN_CU_FN(MemcpyDtoHAsync, cuMemcpyDtoHAsync);
   KILN_CU_FN(MemcpyDtoDAsync, cuMemcpyDtoDAsync);
+  KILN_CU_FN(Memcpy2DAsync, cuMemcpy2DAsync);
   KILN_CU_FN(MemsetD8Async, cuMemsetD8Async);
   KILN_CU_FN(MemsetD32Async, cuMemsetD32Async);
   KILN_CU_FN(ModuleLoadDataEx, cuModuleLoadDataEx);

@@ -51,10 +51,11 @@ kiln_status kiln_cuda_blas_open(kiln_cuda_backend *be) {
   BLAS_CHECK(be, NULL, cublasSetMathMode(be->blas, be->gemm == KILN_CUDA_GEMM_F32
                                                        ? CUBLAS_PEDANTIC_MATH
                                                        : CUBLAS_DEFAULT_MATH));
-  return NULL;
+  return be->gemm == KILN_CUDA_GEMM_FP8 ? kiln_cuda_fp8_open(be) : NULL;
 }
 
 void kiln_cuda_blas_close(kiln_cuda_backend *be) {
+  kiln_cuda_fp8_close(be);
   if (be->blas) cublasDestroy(be->blas);
   be->blas = NULL;
 }
@@ -66,6 +67,7 @@ const char *kiln_cuda_gemm_name(kiln_cuda_gemm_mode g) {
   case KILN_CUDA_GEMM_BF16: return "bf16";
   case KILN_CUDA_GEMM_BF16X3: return "bf16x3";
   case KILN_CUDA_GEMM_Q16MMA: return "q16mma";
+  case KILN_CUDA_GEMM_FP8: return "fp8";
   }
   return "?";
 }
@@ -73,6 +75,7 @@ const char *kiln_cuda_gemm_name(kiln_cuda_gemm_mode g) {
 const char *kiln_cuda_gemm_operand(kiln_cuda_gemm_mode g) {
   return g == KILN_CUDA_GEMM_BF16                                      ? "bf16"
          : g == KILN_CUDA_GEMM_BF16X3 || g == KILN_CUDA_GEMM_Q16MMA ? "bf16x3"
+         : g == KILN_CUDA_GEMM_FP8                                  ? "fp8"
                                                                       : "f32";
 }
 
@@ -84,6 +87,8 @@ unsigned kiln_cuda_gemm_terms(kiln_cuda_gemm_mode g) {
 
 uint64_t kiln_cuda_tile_row_bytes(const kiln_cuda_backend *be, int64_t k) {
   const unsigned terms = kiln_cuda_gemm_terms(be->gemm);
+  /* fp8: K rounded up to 16 e4m3 bytes and the row's f32 scale (fp8_rows) */
+  if (be->gemm == KILN_CUDA_GEMM_FP8) return (uint64_t)(k + 15) / 16 * 16 + 4u;
   return (uint64_t)k * (terms ? 2u * terms : 4u);
 }
 
@@ -115,6 +120,7 @@ kiln_status kiln_cuda_x16_reserve(kiln_cuda_backend *be, uint64_t bytes, const k
 kiln_status kiln_cuda_mul_mat_gemm(kiln_cuda_backend *be, const kiln_node *node,
                                    const kiln_cuda_node_state *ns, CUdeviceptr w, CUdeviceptr x,
                                    CUdeviceptr y, int32_t n_tokens) {
+  if (be->gemm == KILN_CUDA_GEMM_FP8) return kiln_cuda_mul_mat_fp8(be, node, ns, w, x, y, n_tokens);
   if (ns->mmq.fn) return kiln_cuda_mul_mat_mmq(be, node, ns, w, x, y, n_tokens);
   const kiln_tensor *wt = node->src[0];
   const int64_t k = wt->ne[0], n = wt->ne[1];

@@ -129,6 +129,8 @@ static void backend_free(kiln_cuda_backend *be) {
   kiln_cuda_blas_close(be);
   if (be->scratch) cu->MemFree(be->scratch);
   if (be->x16) cu->MemFree(be->x16);
+  if (be->lt_ws) cu->MemFree(be->lt_ws);
+  if (be->lt_out) cu->MemFree(be->lt_out);
   if (be->xq) cu->MemFree(be->xq);
   if (be->attn_part) cu->MemFree(be->attn_part);
   if (be->attn_tickets) cu->MemFree(be->attn_tickets);
@@ -225,9 +227,10 @@ static kiln_status read_config(kiln_cuda_backend *be, const kiln_config_section 
     else if (strcmp(g, "tf32") == 0) be->gemm = KILN_CUDA_GEMM_TF32;
     else if (strcmp(g, "bf16") == 0) be->gemm = KILN_CUDA_GEMM_BF16;
     else if (strcmp(g, "q16mma") == 0) be->gemm = KILN_CUDA_GEMM_Q16MMA;
+    else if (strcmp(g, "fp8") == 0) be->gemm = KILN_CUDA_GEMM_FP8;
     else
       return host->status_new(KILN_STATUS_INVALID_ARGUMENT,
-                              "[%s] gemm = %s is not f32|tf32|bf16|bf16x3|q16mma", fl->name, g);
+                              "[%s] gemm = %s is not f32|tf32|bf16|bf16x3|q16mma|fp8", fl->name, g);
     be->scratch_cap = (uint64_t)host->cfg_int(cfg, "gemm_scratch_mib") << 20;
   }
   if (be->device < 0 || be->poison < -1 || be->poison > 255 || be->scratch_cap < (1u << 20))
@@ -277,6 +280,16 @@ static kiln_status open_device(kiln_cuda_backend *be, bool allow_lower) {
               be->cc_major, be->cc_minor, fl->cc_major, fl->cc_major, be->cc_major, be->cc_minor);
   }
   if (be->cc_major < 9) be->pdl = false; /* griddepcontrol is sm_90's */
+  /* FP8 tensor cores are sm_89's: below, the GEMMs take bf16x3 (said, not
+   * silent; below 8.0 that goes on to f32 just after). */
+  if ((be->cc_major < 8 || (be->cc_major == 8 && be->cc_minor < 9)) &&
+      be->gemm == KILN_CUDA_GEMM_FP8) {
+    host->log(KILN_LOG_WARN, fl->name,
+              "gemm = fp8 needs compute capability 8.9 (FP8 tensor cores); the device is %d.%d: "
+              "the prefill GEMMs take bf16x3",
+              be->cc_major, be->cc_minor);
+    be->gemm = KILN_CUDA_GEMM_BF16X3;
+  }
   /* bf16 tensor cores, mma.sync m16n8k16 / m16n8k32 (f16, bf16, s8) and
    * cp.async are sm_80's: below, the GEMMs multiply in f32 (said, not
    * silent) and decode attention keeps the CUDA-core kernel. */

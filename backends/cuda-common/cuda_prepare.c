@@ -138,6 +138,7 @@ static kiln_status prepare_mul_mat(kiln_cuda_backend *be, const kiln_node *node,
     KILN_RETURN_IF_ERROR(get_fn(be, d, node, &ns->bias.fn));
     ns->bias.block = ELTWISE_BLOCK;
   }
+  if (batched && be->gemm == KILN_CUDA_GEMM_FP8) return kiln_cuda_fp8_prepare(be, node, ns);
   if (batched && be->gemm == KILN_CUDA_GEMM_Q16MMA && kiln_cuda_mmq_ok(node))
     return prepare_mmq(be, node, ns);
   const unsigned terms = kiln_cuda_gemm_terms(be->gemm);

@@ -234,6 +234,72 @@ static const kiln_ktemplate mmq = {
             "lo bytes, exact integer sums per sub-block, scales in f32",
 };
 
+/* The FP8 GEMM's operands (gemm = fp8): e4m3 bytes with one f32 scale a
+ * row (weights) or a token (activations), found on the device from the
+ * data and passed to cuBLASLt as runtime data; only the value a row's
+ * largest magnitude maps to is baked (fp8_e4m3.cuh). */
+#define FP8_MAX_PARAM                                                          \
+  {"fp8_max", KILN_KPARAM_F32, KILN_KPARAM_BAKED,                              \
+   "the e4m3 value a row's largest magnitude maps to: scale = amax / fp8_max " \
+   "(448: e4m3's whole range)"}
+
+static const char fp8_rows_source[] =
+#include "grid_dep.cuh.inc"
+#include "wtype_select.cuh.inc"
+#include "wtype_common.cuh.inc"
+#include "fp8_e4m3.cuh.inc"
+#include "fp8_rows.cu.inc"
+    ;
+
+static const kiln_kparam_decl fp8_rows_params[] = {
+    {"w_type", KILN_KPARAM_DTYPE, KILN_KPARAM_BAKED, "the weight's type"},
+    {"k", KILN_KPARAM_I64, KILN_KPARAM_BAKED, "row length K: the weight's ne0"},
+    FP8_MAX_PARAM,
+    BLOCK_SIZE_PARAM,
+    {"w", KILN_KPARAM_PTR, KILN_KPARAM_RUNTIME, "the first weight row of the tile"},
+    {"y", KILN_KPARAM_PTR, KILN_KPARAM_RUNTIME,
+     "the tile: n_rows rows of K rounded up to 16 e4m3 bytes, then n_rows f32 scales "
+     "(dynamic, one a row)"},
+    {"n_rows", KILN_KPARAM_I32, KILN_KPARAM_RUNTIME, "rows in the tile"},
+};
+
+static const kiln_ktemplate fp8_rows = {
+    .name = KILN_CUDA_T_FP8_ROWS,
+    .version = 1,
+    .entry = "kiln_fp8_rows",
+    .source = fp8_rows_source,
+    .params = fp8_rows_params,
+    .n_params = sizeof fp8_rows_params / sizeof fp8_rows_params[0],
+    .help = "weight rows to the FP8 GEMM's tile: e4m3 with a scale a row (amax / fp8_max)",
+};
+
+static const char fp8_input_source[] =
+#include "grid_dep.cuh.inc"
+#include "fp8_e4m3.cuh.inc"
+#include "fp8_input.cu.inc"
+    ;
+
+static const kiln_kparam_decl fp8_input_params[] = {
+    {"k", KILN_KPARAM_I64, KILN_KPARAM_BAKED, "values per column: the weight's K"},
+    FP8_MAX_PARAM,
+    BLOCK_SIZE_PARAM,
+    {"x", KILN_KPARAM_PTR, KILN_KPARAM_RUNTIME, "f32 [k, n_cols]"},
+    {"y", KILN_KPARAM_PTR, KILN_KPARAM_RUNTIME,
+     "n_cols columns of K rounded up to 16 e4m3 bytes, then n_cols f32 scales (dynamic, one "
+     "a token)"},
+    {"n_cols", KILN_KPARAM_I32, KILN_KPARAM_RUNTIME, "columns (tokens) in this launch"},
+};
+
+static const kiln_ktemplate fp8_input = {
+    .name = KILN_CUDA_T_FP8_INPUT,
+    .version = 1,
+    .entry = "kiln_fp8_input",
+    .source = fp8_input_source,
+    .params = fp8_input_params,
+    .n_params = sizeof fp8_input_params / sizeof fp8_input_params[0],
+    .help = "the FP8 GEMM's activations: e4m3 with a dynamic scale a token (amax / fp8_max)",
+};
+
 static const char bias_add_source[] =
 #include "grid_dep.cuh.inc"
 #include "wtype_select.cuh.inc"
@@ -793,7 +859,7 @@ const kiln_ktemplate *const kiln_cuda_templates[] = {
     &gemm_input,      &bias_add,        &get_rows,     &rope,             &attention, &swiglu,
     &add,             &store_kv,     &quantize,         &matvec_q,  &add_rmsnorm,
     &swiglu_q,        &rope_store,   &attention_split,  &attention_merge, &flash_attention,
-    &attention_mma,   &mmq,
+    &attention_mma,   &mmq,             &fp8_rows,     &fp8_input,
     /* qwen35 */
     &kiln_cuda_t_slice, &kiln_cuda_t_sigmoid_mul, &kiln_cuda_t_ssm_conv, &kiln_cuda_t_gdn_gate,
     &kiln_cuda_t_gdn_recurrent, &kiln_cuda_t_gdn_chunked, &kiln_cuda_t_rope_imrope,

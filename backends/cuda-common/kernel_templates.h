@@ -13,6 +13,8 @@
 #define KILN_CUDA_T_DEQUANT_ROWS "dequant_rows"
 #define KILN_CUDA_T_GEMM_INPUT "gemm_input"
 #define KILN_CUDA_T_MMQ "mmq"
+#define KILN_CUDA_T_FP8_ROWS "fp8_rows"
+#define KILN_CUDA_T_FP8_INPUT "fp8_input"
 #define KILN_CUDA_T_BIAS_ADD "bias_add"
 #define KILN_CUDA_T_GET_ROWS "get_rows"
 #define KILN_CUDA_T_ROPE "rope"

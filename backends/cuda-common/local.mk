@@ -36,6 +36,9 @@ kiln_cuda_template_files = \
 	backends/cuda-common/kernels/imma.cuh.tmpl \
 	backends/cuda-common/kernels/mmq_types.cuh.tmpl \
 	backends/cuda-common/kernels/mmq.cu.tmpl \
+	backends/cuda-common/kernels/fp8_e4m3.cuh.tmpl \
+	backends/cuda-common/kernels/fp8_rows.cu.tmpl \
+	backends/cuda-common/kernels/fp8_input.cu.tmpl \
 	backends/cuda-common/kernels/bias_add.cu.tmpl \
 	backends/cuda-common/kernels/get_rows.cu.tmpl \
 	backends/cuda-common/kernels/rope_common.cuh.tmpl \
@@ -89,6 +92,7 @@ backends_cuda_common_libkilncudacommon_la_SOURCES = \
 	backends/cuda-common/cuda_check.c \
 	backends/cuda-common/matmul_describe.c \
 	backends/cuda-common/mmq_describe.c \
+	backends/cuda-common/fp8_describe.c \
 	backends/cuda-common/fused_describe.c \
 	backends/cuda-common/misc_describe.c \
 	backends/cuda-common/flash_describe.c \
@@ -112,7 +116,8 @@ backends_cuda_common_libkilncudacommon_la_SOURCES = \
 	backends/cuda-common/cuda_run.c \
 	backends/cuda-common/cuda_profile.c \
 	backends/cuda-common/cuda_gemm.c \
-	backends/cuda-common/cuda_mmq.c
+	backends/cuda-common/cuda_mmq.c \
+	backends/cuda-common/cuda_gemm_fp8.c
 backends_cuda_common_libkilncudacommon_la_CPPFLAGS = $(AM_CPPFLAGS) $(CUDA_CPPFLAGS) \
 	-I$(top_srcdir)/backends/common -I$(top_builddir)/backends/cuda-common/kernels
 backends_cuda_common_libkilncudacommon_la_LIBADD = backends/common/libkilnnodecheck.la \

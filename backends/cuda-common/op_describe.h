@@ -80,6 +80,24 @@ kiln_status kiln_cuda_gemm_input_describe(const kiln_host_api *host, kiln_kcompi
                                           const kiln_node *node, const char *operand,
                                           uint32_t block_size, kiln_kdesc **out_desc);
 
+/* e4m3's largest finite value: the most fp8_max may be. */
+#define KILN_CUDA_E4M3_MAX 448.0f
+
+/* MUL_MAT, prefill, gemm = fp8: the weight's rows to the FP8 GEMM's tile
+ * (fp8_rows: e4m3 rows of K rounded up to 16, then a scale a row) and the
+ * input's columns to its e4m3 operand (fp8_input: a scale a token), each
+ * row's largest magnitude mapped to fp8_max (in (0, 448], baked); block
+ * size threads per block, one block a row or column; arguments (w + row0
+ * * row_bytes, tile, n_rows) and (x, operand buffer, n_cols).
+ * KILN_STATUS_INVALID_ARGUMENT naming the node for an fp8_max out of
+ * range. */
+kiln_status kiln_cuda_fp8_rows_describe(const kiln_host_api *host, kiln_kcompiler *compiler,
+                                        const kiln_node *node, float fp8_max,
+                                        uint32_t block_size, kiln_kdesc **out_desc);
+kiln_status kiln_cuda_fp8_input_describe(const kiln_host_api *host, kiln_kcompiler *compiler,
+                                         const kiln_node *node, float fp8_max,
+                                         uint32_t block_size, kiln_kdesc **out_desc);
+
 /* MUL_MAT with a bias (src2): bias_add with the bias's type and length;
  * arguments (b, y, n_cols). KILN_STATUS_INVALID_ARGUMENT when the node has
  * no bias. */

@@ -174,6 +174,19 @@ tests_unit_test_mmq_host_CXXFLAGS = $(CMOCKA_CFLAGS) -I$(top_srcdir)/tests -std=
 	-fno-strict-aliasing -Wall -Wextra -Wno-unknown-pragmas -Wno-unused-parameter \
 	-Wno-unused-function
 tests_unit_test_mmq_host_LDADD = $(kiln_gpu_test_libs)
+# gemm = fp8's operand kernels (fp8_rows, fp8_input) on the host, the
+# same way: the e4m3 rounding against the format's definition, each tile
+# and column bit for bit, and the GEMM they give against f64.
+check_PROGRAMS += tests/unit/test_fp8_host
+TESTS += tests/unit/test_fp8_host
+tests_unit_test_fp8_host_SOURCES = tests/unit/test_fp8_host.cc \
+	tests/unit/cuda_block_emu.h tests/unit/fp8_host_shape.h
+tests_unit_test_fp8_host_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/tests/gpu \
+	-I$(top_srcdir)/backends/cuda-common/kernels
+tests_unit_test_fp8_host_CXXFLAGS = $(CMOCKA_CFLAGS) -I$(top_srcdir)/tests -std=gnu++17 \
+	-O2 -fno-strict-aliasing -Wall -Wextra -Wno-unknown-pragmas -Wno-unused-parameter \
+	-Wno-unused-function
+tests_unit_test_fp8_host_LDADD = $(kiln_gpu_test_libs)
 
 # CI-side checks of the CUDA code that need no device: the plugins load
 # and report themselves (libkiln only, through the loader), and every

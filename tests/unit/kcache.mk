@@ -72,7 +72,8 @@ tests_unit_test_kcache_guard_drop_LDADD = backends/cuda-common/libkilncudacommon
 # leave out of a key: qwen35's L2-norm ε, RoPE θ (rope, rope_imrope), a
 # rotary section, a delta-rule head dim, the conv width, the chunk size,
 # matvec_q's load0, groups_per_block and stages, the prefill GEMM's operand
-# form (dequant_rows, gemm_input), the tensor-core decode attention's cache
+# form (dequant_rows, gemm_input), the FP8 GEMM's baked scale (fp8_max) in
+# each of fp8_rows and fp8_input alone, the tensor-core decode attention's cache
 # type (mma_type), the split decode attention's
 # n_split, n_head_kv (its GQA ratio) and merge, each checked in attention_split
 # alone (KILN_KCACHE_TEST_DROP_TEMPLATE: attention and rope_store bake
@@ -97,6 +98,7 @@ kcache_guard_drop_more = tests/unit/test_kcache_guard_drop_l2_eps tests/unit/tes
 	tests/unit/test_kcache_guard_drop_d_conv tests/unit/test_kcache_guard_drop_chunk \
 	tests/unit/test_kcache_guard_drop_load0 tests/unit/test_kcache_guard_drop_groups_per_block \
 	tests/unit/test_kcache_guard_drop_stages tests/unit/test_kcache_guard_drop_operand \
+	tests/unit/test_kcache_guard_drop_fp8_rows tests/unit/test_kcache_guard_drop_fp8_input \
 	tests/unit/test_kcache_guard_drop_mma_type \
 	tests/unit/test_kcache_guard_drop_n_split tests/unit/test_kcache_guard_drop_n_head_kv \
 	tests/unit/test_kcache_guard_drop_merge_split \
@@ -144,6 +146,17 @@ tests_unit_test_kcache_guard_drop_operand_SOURCES = $(kcache_guard_drop_sources)
 tests_unit_test_kcache_guard_drop_operand_CPPFLAGS = $(kcache_cuda_cppflags) -DKILN_KCACHE_TEST_DROP_PARAM='"operand"'
 tests_unit_test_kcache_guard_drop_operand_CFLAGS = $(kcache_guard_drop_cflags)
 tests_unit_test_kcache_guard_drop_operand_LDADD = $(kcache_guard_drop_libs)
+# The FP8 GEMM's baked scale (fp8_max), in each of its two templates alone.
+tests_unit_test_kcache_guard_drop_fp8_rows_SOURCES = $(kcache_guard_drop_sources)
+tests_unit_test_kcache_guard_drop_fp8_rows_CPPFLAGS = $(kcache_cuda_cppflags) -DKILN_KCACHE_TEST_DROP_PARAM='"fp8_max"' \
+	-DKILN_KCACHE_TEST_DROP_TEMPLATE='"fp8_rows"'
+tests_unit_test_kcache_guard_drop_fp8_rows_CFLAGS = $(kcache_guard_drop_cflags)
+tests_unit_test_kcache_guard_drop_fp8_rows_LDADD = $(kcache_guard_drop_libs)
+tests_unit_test_kcache_guard_drop_fp8_input_SOURCES = $(kcache_guard_drop_sources)
+tests_unit_test_kcache_guard_drop_fp8_input_CPPFLAGS = $(kcache_cuda_cppflags) -DKILN_KCACHE_TEST_DROP_PARAM='"fp8_max"' \
+	-DKILN_KCACHE_TEST_DROP_TEMPLATE='"fp8_input"'
+tests_unit_test_kcache_guard_drop_fp8_input_CFLAGS = $(kcache_guard_drop_cflags)
+tests_unit_test_kcache_guard_drop_fp8_input_LDADD = $(kcache_guard_drop_libs)
 tests_unit_test_kcache_guard_drop_mma_type_SOURCES = $(kcache_guard_drop_sources)
 tests_unit_test_kcache_guard_drop_mma_type_CPPFLAGS = $(kcache_cuda_cppflags) -DKILN_KCACHE_TEST_DROP_PARAM='"mma_type"'
 tests_unit_test_kcache_guard_drop_mma_type_CFLAGS = $(kcache_guard_drop_cflags)

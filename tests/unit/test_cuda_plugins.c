@@ -166,6 +166,15 @@ static void test_config_keys(void **state) {
                                {"cuda-cc120", "prefill_attention", "flash", "test"}};
   KT_ASSERT_OK(kiln_runtime_open(&(kiln_runtime_options){.config_path = NULL, .use_environment = true, .overrides = ok, .n_overrides = 11}, &rt));
   kiln_runtime_free(rt);
+  /* gemm = fp8 on both batched flavors; cuda-serial has no GEMM key */
+  kiln_config_override fp8[] = {{"cuda-batched", "gemm", "fp8", "test"},
+                                {"cuda-cc120", "gemm", "fp8", "test"}};
+  KT_ASSERT_OK(kiln_runtime_open(&(kiln_runtime_options){.config_path = NULL, .use_environment = true, .overrides = fp8, .n_overrides = 2}, &rt));
+  assert_string_equal(kiln_config_get_str(kiln_config_section_get(kiln_runtime_config(rt), "cuda-cc120"), "gemm"), "fp8");
+  kiln_runtime_free(rt);
+  kiln_config_override serial_fp8[] = {{"cuda-serial", "gemm", "fp8", "--x"}};
+  KT_ASSERT_ERR(kiln_runtime_open(&(kiln_runtime_options){.config_path = NULL, .use_environment = true, .overrides = serial_fp8, .n_overrides = 1}, &rt),
+                KILN_STATUS_INVALID_ARGUMENT, "gemm");
   kiln_config_override bad_gemm[] = {{"cuda-batched", "gemm", "f16", "--gemm"}};
   KT_ASSERT_ERR(kiln_runtime_open(&(kiln_runtime_options){.config_path = NULL, .use_environment = true, .overrides = bad_gemm, .n_overrides = 1}, &rt),
                 KILN_STATUS_INVALID_ARGUMENT, "f16");

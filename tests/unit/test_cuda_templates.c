@@ -286,6 +286,9 @@ static void compile_all(kiln_kcompiler *c, const char *arch) {
         KT_ASSERT_OK(kiln_cuda_dequant_describe(h, c, &g->mm_q, operands[o], 256, &d));
         check_kernel(d, &g->mm_q, arch);
       }
+      /* gemm = fp8's tile (a block a row: K need not be whole 16s) */
+      KT_ASSERT_OK(kiln_cuda_fp8_rows_describe(h, c, &g->mm_q, 448.0f, 256, &d));
+      check_kernel(d, &g->mm_q, arch);
       compile_matvec_q(c, g, arch);
       if (kiln_cuda_mmq_ok(&g->mm_ff)) { /* gemm = q16mma's prefill GEMM, the backends' tile */
         const kiln_cuda_mmq_shape ms = {128, 64, 4};
@@ -293,6 +296,8 @@ static void compile_all(kiln_kcompiler *c, const char *arch) {
         check_kernel(d, &g->mm_ff, arch);
       }
       if (ti == 0) { /* the type-independent kernels once per shape */
+        KT_ASSERT_OK(kiln_cuda_fp8_input_describe(h, c, &g->mm_ff, 448.0f, 256, &d));
+        check_kernel(d, &g->mm_ff, arch);
         KT_ASSERT_OK(kiln_cuda_bias_describe(h, c, &g->mm_q, 256, &d));
         check_kernel(d, &g->mm_q, arch);
         for (size_t o = 1; o < 3; o++) {
@@ -977,6 +982,58 @@ static void test_gemm_operand_baked(void **state) {
   kiln_kcache_close(kc);
 }
 
+/* The FP8 GEMM's baked scale (issue 9: the seed's sibling defect was an
+ * FP8 activation cache whose key left out the scale): in fp8_rows (Q4_K
+ * and F16 weights) and fp8_input, descriptors that differ only in fp8_max
+ * have different keys AND different PTX, and the canonical form carries
+ * its exact bits; an fp8_max past e4m3's range, zero or NaN is refused,
+ * naming the node. */
+static void test_fp8_scale_baked(void **state) {
+  (void)state;
+  const kiln_host_api *h = kt_kcache_host();
+  kiln_kcache *kc = kt_kcache_open(NULL, NULL);
+  kiln_nvrtc nv;
+  kiln_kcompiler *c = NULL;
+  KT_ASSERT_OK(kiln_cuda_templates_register(h, kc));
+  KT_ASSERT_OK(kiln_nvrtc_register(&nv, h, kc, "sm_90", &c));
+  nodes *g = malloc(sizeof *g);
+  static const kiln_type wtypes[] = {KILN_TYPE_Q4_K, KILN_TYPE_F16};
+  static const float maxes[] = {448.0f, 240.0f};
+  static const char *const bits[] = {"param fp8_max f32 0x43e00000\n", "param fp8_max f32 0x43700000\n"};
+  compiled out[2];
+  char what[96];
+  for (size_t t = 0; t < 2; t++) {
+    build(g, &shapes[1], wtypes[t]);
+    for (size_t m = 0; m < 2; m++) {
+      kiln_kdesc *d = NULL;
+      KT_ASSERT_OK(kiln_cuda_fp8_rows_describe(h, c, &g->mm_q, maxes[m], 256, &d));
+      assert_canon_has(d, bits[m]);
+      out[m] = compile_desc(d, &g->mm_q);
+    }
+    snprintf(what, sizeof what, "fp8_rows %s fp8_max 448 / 240", kiln_type_name(wtypes[t]));
+    assert_differ(&out[0], &out[1], what);
+    for (size_t m = 0; m < 2; m++) free(out[m].ptx);
+  }
+  for (size_t m = 0; m < 2; m++) {
+    kiln_kdesc *d = NULL;
+    KT_ASSERT_OK(kiln_cuda_fp8_input_describe(h, c, &g->mm_ff, maxes[m], 256, &d));
+    assert_canon_has(d, bits[m]);
+    assert_canon_has(d, "param k i64 18944\n"); /* ffn_down's K */
+    out[m] = compile_desc(d, &g->mm_ff);
+  }
+  assert_differ(&out[0], &out[1], "fp8_input fp8_max 448 / 240");
+  for (size_t m = 0; m < 2; m++) free(out[m].ptx);
+  kiln_kdesc *d = NULL;
+  KT_ASSERT_ERR(kiln_cuda_fp8_rows_describe(h, c, &g->mm_q, 449.0f, 256, &d),
+                KILN_STATUS_INVALID_ARGUMENT, "fp8_max 449 is not in (0, 448]");
+  KT_ASSERT_ERR(kiln_cuda_fp8_input_describe(h, c, &g->mm_q, 0.0f, 256, &d),
+                KILN_STATUS_INVALID_ARGUMENT, "fp8_max 0 is not in (0, 448]");
+  KT_ASSERT_ERR(kiln_cuda_fp8_input_describe(h, c, &g->mm_q, __builtin_nanf(""), 256, &d),
+                KILN_STATUS_INVALID_ARGUMENT, "is not in (0, 448]");
+  free(g);
+  kiln_kcache_close(kc);
+}
+
 /* The tensor-core split decode attention: compiled for every target arch
  * on F16 and BF16 caches (Qwen2.5-7B's heads, and a group of 16 at
  * head_dim 64), its cache type baked (mma_type: its own key and PTX), and
@@ -1147,6 +1204,7 @@ int main(void) {
       cmocka_unit_test(test_flash_attention),
       cmocka_unit_test(test_kv_type_baked),
       cmocka_unit_test(test_gemm_operand_baked),
+      cmocka_unit_test(test_fp8_scale_baked),
       cmocka_unit_test(test_attention_mma),
       cmocka_unit_test(test_mmq),
       cmocka_unit_test(test_step_block_layout),

@@ -8,7 +8,8 @@
  * RMSNorm's ε, the q/k L2 norms' ε, RoPE θ, a rotary section, a delta-rule
  * head dim, the conv width, the chunk size, a matvec_q matrix's way of reading
  * its weight (load0), its sets of rows per block, its bulk-copy stages, the
- * prefill GEMM's operand form (operand), the tensor-core decode
+ * prefill GEMM's operand form (operand), the FP8 GEMM's baked scale
+ * (fp8_max) in each of fp8_rows and fp8_input, the tensor-core decode
  * attention's cache type (mma_type), the split decode attention's
  * split count (n_split), its GQA ratio (n_head_kv) and whether it merges
  * itself (merge), every baked parameter
@@ -62,6 +63,9 @@ static const sample samples[] = {
     /* dequant_rows, gemm_input: the prefill GEMM's operand form (f32 is
      * dequant_rows' alone: gemm_input refuses it) */
     {"operand", KILN_KPARAM_STR, {0, 0}, {"bf16x3", "bf16"}},
+    /* fp8_rows, fp8_input: the e4m3 value a row's amax maps to (448, or
+     * headroom: the FP8 sibling of the seed's defect baked a scale) */
+    {"fp8_max", KILN_KPARAM_F32, {448, 240}, {NULL, NULL}},
     /* bias_add */
     {"n", KILN_KPARAM_I64, {3584, 512}, {NULL, NULL}},
     /* store_kv */
