@@ -13,7 +13,7 @@
 # --per-op` of cuda-batched against cpu:f64 with gemm = bf16x3 and
 # q16mma (the default thresholds; the summary and the worst rows
 # printed), then pp512 of both modes on the Q4_K model (kiln bench -r 3).
-# Logs to $OUT/mmq-*.txt.
+# MMQ_TYPES (default "Q4_K Q6_K") picks the models. Logs to $OUT/mmq-*.txt.
 set -uo pipefail
 out=${OUT:-/tmp}
 K=./cli/kiln
@@ -23,7 +23,7 @@ L=${MMQ_LAYERS:-2}
 P=$'<|im_start|>user\nWhat is the capital of France? Answer briefly.<|im_end|>\n<|im_start|>assistant\n'
 bad=0
 for g in bf16x3 q16mma; do printf '[cuda-batched]\ngemm = %s\n' "$g" > /tmp/mmq-$g.ini; done
-for ty in Q4_K Q6_K; do
+for ty in ${MMQ_TYPES:-Q4_K Q6_K}; do
   M=/tmp/mmq-$ty.gguf
   t=$(date +%s)
   [ -f $M ] || $K synth --arch qwen2 --layers "$L" --embd 3584 --ff 18944 --heads 28 --heads-kv 4 \
