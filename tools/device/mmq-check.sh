@@ -13,7 +13,8 @@
 # --per-op` of cuda-batched against cpu:f64 with gemm = bf16x3 and
 # q16mma (the default thresholds; the summary and the worst rows
 # printed), then pp512 of both modes on the Q4_K model (kiln bench -r 3).
-# MMQ_TYPES (default "Q4_K Q6_K") picks the models. Logs to $OUT/mmq-*.txt.
+# MMQ_TYPES (default "Q4_K Q6_K") picks the models, MMQ_GEMMS (default
+# "bf16x3 q16mma") the modes. Logs to $OUT/mmq-*.txt.
 set -uo pipefail
 out=${OUT:-/tmp}
 K=./cli/kiln
@@ -22,7 +23,7 @@ V=${VOCAB:-$(dirname "$PWD")/shared/models/ggml-vocab-qwen2.gguf}
 L=${MMQ_LAYERS:-2}
 P=$'<|im_start|>user\nWhat is the capital of France? Answer briefly.<|im_end|>\n<|im_start|>assistant\n'
 bad=0
-for g in bf16x3 q16mma; do printf '[cuda-batched]\ngemm = %s\n' "$g" > /tmp/mmq-$g.ini; done
+for g in ${MMQ_GEMMS:-bf16x3 q16mma}; do printf '[cuda-batched]\ngemm = %s\n' "$g" > /tmp/mmq-$g.ini; done
 for ty in ${MMQ_TYPES:-Q4_K Q6_K}; do
   M=/tmp/mmq-$ty.gguf
   t=$(date +%s)
@@ -30,14 +31,14 @@ for ty in ${MMQ_TYPES:-Q4_K Q6_K}; do
     --eps 1e-6 --theta 1e6 --type $ty --embd-type Q6_K --untied --vocab-from "$V" --seed 9 \
     -o $M > "$out/mmq-synth-$ty.txt" 2>&1 || { echo "synth $ty failed"; tail -3 "$out/mmq-synth-$ty.txt"; exit 1; }
   echo "== $M ($(du -h $M | cut -f1), $L layers) in $(( $(date +%s) - t )) s"
-  for g in bf16x3 q16mma; do
+  for g in ${MMQ_GEMMS:-bf16x3 q16mma}; do
     echo "-- parity $ty, cuda-batched gemm = $g vs cpu:f64 (per op)"
     timeout 150 $K parity -m $M --chat -p "$P" --ref cpu:f64 --test cuda-batched \
       --config /tmp/mmq-$g.ini --per-op > "$out/mmq-parity-$ty-$g.txt" 2>&1 || bad=$((bad + 1))
     grep -E '^(parity:|FAIL)|^logits|every node' "$out/mmq-parity-$ty-$g.txt" | head -8
   done
 done
-for g in bf16x3 q16mma; do
+for g in ${MMQ_GEMMS:-bf16x3 q16mma}; do
   echo "-- pp512 Q4_K model, cuda-batched gemm = $g"
   timeout 120 $K bench -m /tmp/mmq-Q4_K.gguf -B cuda-batched --config /tmp/mmq-$g.ini -p 512 -n 0 -r 3 \
     -b 512 > "$out/mmq-bench-$g.txt" 2>&1 || bad=$((bad + 1))
