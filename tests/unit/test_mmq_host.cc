@@ -21,6 +21,9 @@
  *     block, the q16 matvec that passes the 7B's parity): relative L2
  *     within 2e-6 (the same exact integer sums, scales applied in another
  *     f32 order);
+ *   - the largest integer sums each type can form (every quant and scale
+ *     at its extreme, |X| = 32767 everywhere) the same way: no s32 sum
+ *     overflows;
  *   - every output written (y starts as NaN), none past the edges.
  * No GPU needed: tests/gpu/test_gpu_ops runs the same kernels on a device. */
 #include "config.h"
@@ -245,21 +248,54 @@ static err3 compare(const float *a, const double *b, size_t n, size_t stride) {
   return e;
 }
 
-/* One case: shape s on weights of `type`. Returns 0 when it passes; sets
- * *out_rel to the whole output's relative L2 against f64. */
-static int run_case(const mmq_shape &s, kiln_type type, uint64_t seed, double *out_rel) {
+/* The largest integer sums a sub-block can give: every weight block of
+ * `type` at its extreme quant (Q8_0 -128, Q6_K q - 32 = -32 with every
+ * scale -128, Q4_K / Q5_K every level and scale 63 with no minimum) and d
+ * = 1, for extreme_x (every |x| of a block equal: X = +-32767). */
+static void extreme_blocks(kiln_type type, uint8_t *w, size_t wbytes) {
+  const size_t bb = (size_t)kiln_type_block_bytes(type);
+  for (uint8_t *b = w; b < w + wbytes; b += bb) {
+    switch (type) {
+    case KILN_TYPE_Q8_0: memset(b + 2, 0x80, 32); b[0] = 0x00, b[1] = 0x3c; break;
+    case KILN_TYPE_Q6_K:
+      memset(b, 0, 192);
+      memset(b + 192, 0x80, 16);
+      b[208] = 0x00, b[209] = 0x3c;
+      break;
+    default: /* Q4_K, Q5_K */
+      memset(b, 0xFF, bb);
+      b[0] = 0x00, b[1] = 0x3c, b[2] = b[3] = 0x00;
+    }
+  }
+}
+
+/* x of all +1 or -1 per block (the sign from the block's index and the
+ * column), so every block quantizes to X = +-32767 (q16) or +-127. */
+static void extreme_x(float *x, int k, int t) {
+  for (int c = 0; c < t; c++)
+    for (int i = 0; i < k; i++) x[(size_t)c * k + i] = ((i / 32 + c) % 3 == 0) ? -1.0f : 1.0f;
+}
+
+/* One case: shape s on weights of `type` (random blocks, or with extreme
+ * set the largest integer sums, extreme_blocks and extreme_x). Returns 0
+ * when it passes; sets *out_rel to the whole output's relative L2
+ * against f64. */
+static int run_case(const mmq_shape &s, kiln_type type, uint64_t seed, double *out_rel,
+                    bool extreme = false) {
   const int k = s.k, n = N_ROWS, t = N_COLS;
   kg_rng r = kg_rng_new(seed);
   const size_t wbytes = (size_t)kiln_type_row_bytes(type, k) * n;
   uint8_t *packed = kg_pack_weight(type, k, n, 0, 0, &r);
   uint8_t *w = (uint8_t *)aligned_alloc(256, (wbytes + 255) / 256 * 256);
   memcpy(w, packed, wbytes);
+  if (extreme) extreme_blocks(type, w, wbytes);
   float *wd = kg_dequant(type, w, k, n);
   float *x = (float *)kg_alloc((size_t)k * t * sizeof(float));
   kg_fill(&r, x, (int64_t)k * t, -1, 1);
   for (int i = 64; i < 96; i++) x[(size_t)3 * k + i] *= 30.0f; /* an outlier block */
   for (int i = 128; i < 160; i++) x[(size_t)5 * k + i] = 0.0f; /* an all-zero block */
   for (int i = 0; i < k; i++) x[(size_t)7 * k + i] *= 1e-3f;   /* a small column */
+  if (extreme) extreme_x(x, k, t);
   const size_t xq_bytes = (size_t)s.col_stride * t;
   unsigned char *xq = (unsigned char *)aligned_alloc(256, (xq_bytes + 255) / 256 * 256);
   memset(xq, 0xA5, xq_bytes);
@@ -339,6 +375,21 @@ static void test_other_tiles(void **state) {
   assert_int_equal(bad, 0);
 }
 
+/* The largest integer sums (Q8_0: 32 x 128 x 32767 = 1.3e8 a sub-block,
+ * 256 x sum(q H) just as large before the lo pass; Q6_K's scale -128 times
+ * 16 x 32 x 32767) stay exact in the s32 accumulators: within f32 rounding
+ * of f64 as the random cases are. */
+static void test_extremes(void **state) {
+  (void)state;
+  double rel;
+  int bad = 0;
+  bad += run_case(q8_0_std::shape, KILN_TYPE_Q8_0, 12, &rel, true);
+  bad += run_case(q6_k_std::shape, KILN_TYPE_Q6_K, 13, &rel, true);
+  bad += run_case(q4_k_std::shape, KILN_TYPE_Q4_K, 14, &rel, true);
+  bad += run_case(q5_k_std::shape, KILN_TYPE_Q5_K, 15, &rel, true);
+  assert_int_equal(bad, 0);
+}
+
 /* q8 (the hi bytes alone) against q16 on the same weights and x: q16's
  * lo pass must make it at least 10x closer to f64. */
 static void test_q8_against_q16(void **state) {
@@ -359,6 +410,7 @@ static void test_q8_against_q16(void **state) {
 int main(void) {
   const struct CMUnitTest tests[] = {cmocka_unit_test(test_every_type),
                                      cmocka_unit_test(test_other_tiles),
+                                     cmocka_unit_test(test_extremes),
                                      cmocka_unit_test(test_q8_against_q16)};
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
