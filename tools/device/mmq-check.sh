@@ -1,7 +1,8 @@
 #!/bin/bash
 # gemm = q16mma (the integer tensor-core prefill GEMM, kernels/mmq.cu.tmpl)
-# and gemm = fp8 (cuBLASLt e4m3, cuda_gemm_fp8.c) against bf16x3 on the GPU machine, kiln alone, from the build tree
-# on-device-gpu.sh made (run as its command, so the GPU suites run first):
+# and gemm = fp8 (cuBLASLt e4m3, cuda_gemm_fp8.c) against bf16x3 on the
+# GPU machine, kiln alone, from the build tree on-device-gpu.sh made (run
+# as its command, so the GPU suites run first):
 #
 #   TESTS=tests/gpu/test_gpu_ops bash .device/on-device-gpu.sh \
 #     bash $PWD/tools/device/mmq-check.sh
