@@ -272,7 +272,7 @@ typedef enum kiln_cuda_gemm_mode {
                                arithmetic; other weights take bf16x3 */
   KILN_CUDA_GEMM_FP8 = 5     /* e4m3 with a scale a weight row and a token, cuBLASLt, f32
                                 sums (cuda_gemm_fp8.c): ~3e-2 relative; compute capability
-                                8.9 */
+                                9.0 */
 } kiln_cuda_gemm_mode;
 
 /* The mode's name as [<plugin>] gemm spells it. */

@@ -46,7 +46,7 @@
            "cores with the activations at q16, the decode matvecs' "          \
            "accuracy (other weights take bf16x3; not yet measured on a "      \
            "device); fp8 takes e4m3 weights and activations with a scale a " \
-           "row and a token through cuBLASLt (compute capability 8.9, else "   \
+           "row and a token through cuBLASLt (compute capability 9.0, else "   \
            "bf16x3; LOWEST accuracy: about 3e-2 relative a GEMM)"}
 
 #define KILN_CUDA_KEY_GEMM_SCRATCH                                            \

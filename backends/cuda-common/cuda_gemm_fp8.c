@@ -18,8 +18,8 @@
  * which is the one the other modes use too: the tile is K x rows column-
  * major, read transposed. K is rounded up to 16 with zeros (cuBLASLt's FP8
  * leading dimensions are multiples of 16), and a weight whose N is not
- * writes each tile's output through an aligned buffer (lt_out) that one
- * strided copy puts in place; model weights are whole 16s of rows. */
+ * (or whose tiles are not: fp8_direct) writes each tile's output through
+ * an aligned buffer (lt_out) that one strided copy puts in place. */
 #include "config.h"
 
 #include <stdio.h>
@@ -48,6 +48,13 @@
   } while (0)
 
 static int64_t k16(int64_t k) { return (k + 15) / 16 * 16; }
+
+/* Whether each tile's output can go straight into Y: cuBLASLt's FP8
+ * kernels want the leading dimension (N) and every tile's start row r0
+ * (so its pointer, 4 r0 bytes on) in whole 16s. kiln_cuda_tile_rows gives
+ * whole 128s but fewer rows where 128 do not fit gemm_scratch_mib (a
+ * large K and a small scratch), so both are checked. */
+static bool fp8_direct(int64_t n, int64_t tile) { return n % 16 == 0 && tile % 16 == 0; }
 
 kiln_status kiln_cuda_fp8_open(kiln_cuda_backend *be) {
   LT_CHECK(be, NULL, cublasLtCreate(&be->lt));
@@ -88,9 +95,10 @@ kiln_status kiln_cuda_fp8_prepare(kiln_cuda_backend *be, const kiln_node *node,
   bool grown = false;
   KILN_RETURN_IF_ERROR(kiln_cuda_mem_reserve(be, &be->lt_ws, &be->lt_ws_bytes, FP8_WORKSPACE,
                                              node, "cuBLASLt's workspace", &grown));
-  if (n % 16 == 0) return NULL;
+  const int64_t tile = kiln_cuda_tile_rows(be, k, n);
+  if (fp8_direct(n, tile)) return NULL;
   return kiln_cuda_mem_reserve(be, &be->lt_out, &be->lt_out_bytes,
-                               (uint64_t)k16(kiln_cuda_tile_rows(be, k, n)) * cols * 4u, node,
+                               (uint64_t)k16(tile) * cols * 4u, node,
                                "the FP8 GEMM's aligned output", &grown);
 }
 
@@ -160,9 +168,9 @@ kiln_status kiln_cuda_mul_mat_fp8(kiln_cuda_backend *be, const kiln_node *node,
     return be->host->status_new(KILN_STATUS_INTERNAL,
                                 "mul_mat node '%.*s': the FP8 GEMM was not prepared",
                                 KILN_NAME_MAX, node->name);
-  /* cuBLASLt's FP8 kernels want a leading dimension of whole 16s: a
-   * weight of other N writes each tile through lt_out. */
-  const bool aligned = n % 16 == 0;
+  /* a weight of other N, or tiles of other rows, writes each tile
+   * through lt_out (fp8_direct) */
+  const bool aligned = fp8_direct(n, tile);
   if (!aligned && (uint64_t)k16(tile) * (uint64_t)n_tokens * 4u > be->lt_out_bytes)
     return be->host->status_new(KILN_STATUS_INTERNAL,
                                 "mul_mat node '%.*s': the FP8 GEMM's output was not prepared",

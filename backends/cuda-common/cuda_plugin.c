@@ -280,13 +280,15 @@ static kiln_status open_device(kiln_cuda_backend *be, bool allow_lower) {
               be->cc_major, be->cc_minor, fl->cc_major, fl->cc_major, be->cc_major, be->cc_minor);
   }
   if (be->cc_major < 9) be->pdl = false; /* griddepcontrol is sm_90's */
-  /* FP8 tensor cores are sm_89's: below, the GEMMs take bf16x3 (said, not
-   * silent; below 8.0 that goes on to f32 just after). */
-  if ((be->cc_major < 8 || (be->cc_major == 8 && be->cc_minor < 9)) &&
-      be->gemm == KILN_CUDA_GEMM_FP8) {
+  /* FP8 tensor cores are sm_89's, but the per-row and per-token scale
+   * vectors fp8 hands cuBLASLt (OUTER_VEC_32F) are offered from Hopper
+   * (sm_90) on; Ada's cuBLASLt scales FP8 per tensor only. Below 9.0 the
+   * GEMMs take bf16x3 (said, not silent; below 8.0 that goes on to f32
+   * just after). */
+  if (be->cc_major < 9 && be->gemm == KILN_CUDA_GEMM_FP8) {
     host->log(KILN_LOG_WARN, fl->name,
-              "gemm = fp8 needs compute capability 8.9 (FP8 tensor cores); the device is %d.%d: "
-              "the prefill GEMMs take bf16x3",
+              "gemm = fp8 needs compute capability 9.0 (FP8 tensor cores with per-row scale "
+              "vectors in cuBLASLt); the device is %d.%d: the prefill GEMMs take bf16x3",
               be->cc_major, be->cc_minor);
     be->gemm = KILN_CUDA_GEMM_BF16X3;
   }

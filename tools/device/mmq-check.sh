@@ -13,7 +13,7 @@
 # 7B Q4_K_M holds both), written by kiln synth. For each, `kiln parity
 # --per-op` of cuda-batched against cpu:f64 with each gemm mode
 # (the default thresholds; the summary and the worst rows
-# printed), then pp512 of each mode on the Q4_K model (kiln bench -r 3).
+# printed), then pp512 of each mode on the first model (kiln bench -r 3).
 # MMQ_TYPES (default "Q4_K Q6_K") picks the models, MMQ_GEMMS (default
 # "bf16x3 q16mma fp8") the modes; fp8's parity is reported, not counted:
 # e4m3 is far past the default thresholds by design. Logs to
@@ -29,7 +29,7 @@ bad=0
 gemms=${MMQ_GEMMS:-bf16x3 q16mma fp8}
 for g in $gemms; do printf '[cuda-batched]\ngemm = %s\n' "$g" > /tmp/mmq-$g.ini; done
 for ty in ${MMQ_TYPES:-Q4_K Q6_K}; do
-  M=/tmp/mmq-$ty.gguf
+  M=/tmp/mmq-$ty-$L.gguf
   t=$(date +%s)
   [ -f $M ] || $K synth --arch qwen2 --layers "$L" --embd 3584 --ff 18944 --heads 28 --heads-kv 4 \
     --eps 1e-6 --theta 1e6 --type $ty --embd-type Q6_K --untied --vocab-from "$V" --seed 9 \
@@ -43,9 +43,10 @@ for ty in ${MMQ_TYPES:-Q4_K Q6_K}; do
     grep -E '^(parity:|FAIL)|^logits|every node' "$out/mmq-parity-$ty-$g.txt" | head -8
   done
 done
+ty=${MMQ_TYPES:-Q4_K}; ty=${ty%% *} # the first model's
 for g in $gemms; do
-  echo "-- pp512 Q4_K model, cuda-batched gemm = $g"
-  timeout 120 $K bench -m /tmp/mmq-Q4_K.gguf -B cuda-batched --config /tmp/mmq-$g.ini -p 512 -n 0 -r 3 \
+  echo "-- pp512 $ty model, cuda-batched gemm = $g"
+  timeout 120 $K bench -m /tmp/mmq-$ty-$L.gguf -B cuda-batched --config /tmp/mmq-$g.ini -p 512 -n 0 -r 3 \
     -b 512 > "$out/mmq-bench-$g.txt" 2>&1 || bad=$((bad + 1))
   grep -E '^\| .*pp|error' "$out/mmq-bench-$g.txt"
 done
