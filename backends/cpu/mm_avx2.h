@@ -52,6 +52,32 @@ CPU_AVX2_INLINE float cpu_mm_f16(const uint8_t *p) {
 CPU_AVX2_INLINE __m256 cpu_mm_i8x8(__m128i q) { return _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(q)); }
 CPU_AVX2_INLINE __m256 cpu_mm_u8x8(__m128i q) { return _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(q)); }
 
+/* Q4_K's and Q5_K's 12 packed bytes of 6-bit scales and mins (GGUF's
+ * layout): the scale and min of sub-block j ... */
+static inline void cpu_mm_kq_scale_min(int j, const uint8_t *s, int *sc, int *m) {
+  if (j < 4) {
+    *sc = s[j] & 63;
+    *m = s[j + 4] & 63;
+  } else {
+    *sc = (s[j + 4] & 0x0f) | ((s[j - 4] >> 6) << 4);
+    *m = (s[j + 4] >> 4) | ((s[j] >> 6) << 4);
+  }
+}
+
+/* ... and all 8 of each as floats, unpacked four bytes at a time. */
+CPU_AVX2_INLINE void cpu_mm_kq_scales8(const uint8_t *s, __m256 *sc, __m256 *mn) {
+  uint32_t u[3];
+  memcpy(u, s, 12);
+  const uint32_t m6 = 0x3f3f3f3fu, m4 = 0x0f0f0f0fu, m2 = 0x03030303u;
+  const uint32_t sc_lo = u[0] & m6, mn_lo = u[1] & m6;
+  const uint32_t sc_hi = (u[2] & m4) | (((u[0] >> 6) & m2) << 4);
+  const uint32_t mn_hi = ((u[2] >> 4) & m4) | (((u[1] >> 6) & m2) << 4);
+  const __m128i v = _mm_setr_epi32((int)sc_lo, (int)sc_hi, (int)mn_lo, (int)mn_hi);
+  *sc = _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(v));
+  *mn = _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_srli_si128(v, 8)));
+}
+
+
 /* ---- the two kernels from a block decoder -------------------------------- */
 
 #define CPU_MM_DOT_SINK(w_, k_)                                                                    \

@@ -12,17 +12,6 @@
 #if CPU_HAVE_AVX2_KERNELS
 #include "mm_avx2.h"
 
-/* Scale and min of sub-block j from the 12 packed bytes (GGUF's layout). */
-static inline void q5k_scale_min(int j, const uint8_t *s, int *sc, int *m) {
-  if (j < 4) {
-    *sc = s[j] & 63;
-    *m = s[j + 4] & 63;
-  } else {
-    *sc = (s[j + 4] & 0x0f) | ((s[j - 4] >> 6) << 4);
-    *m = (s[j + 4] >> 4) | ((s[j] >> 6) << 4);
-  }
-}
-
 /* The 32 levels (0..31, bytes) of sub-block g_ = 2 j_ + s_: the low (s_ 0)
  * or high (s_ 1) nibbles of the 32 qs bytes at 48 + 32 j_, with 16 added
  * where bit g_ of the qh byte of the same index is set. */
@@ -47,7 +36,7 @@ static inline void q5k_scale_min(int j, const uint8_t *s, int *sc, int *m) {
       CPU_MM_UNROLL for (int s_ = 0; s_ < 2; s_++) {                                               \
         Q5_K_LEVELS(p_, hb_, j_, s_, lv_)                                                          \
         int sc_, mn_;                                                                              \
-        q5k_scale_min(2 * j_ + s_, p_ + 4, &sc_, &mn_);                                            \
+        cpu_mm_kq_scale_min(2 * j_ + s_, p_ + 4, &sc_, &mn_);                                      \
         const __m256 d1_ = _mm256_set1_ps(d_ * (float)sc_);                                        \
         const __m256 m1_ = _mm256_set1_ps(dmin_ * (float)mn_);                                     \
         const __m128i lo_ = _mm256_castsi256_si128(lv_);                                           \
@@ -61,20 +50,6 @@ static inline void q5k_scale_min(int j, const uint8_t *s, int *sc, int *m) {
     }                                                                                              \
   }
 
-/* The 8 scales and 8 mins of a super-block as floats, unpacked from the
- * 12 bytes four at a time (the layout q5k_scale_min reads one by one). */
-CPU_AVX2_INLINE void q5k_scales8(const uint8_t *s, __m256 *sc, __m256 *mn) {
-  uint32_t u[3];
-  memcpy(u, s, 12);
-  const uint32_t m6 = 0x3f3f3f3fu, m4 = 0x0f0f0f0fu, m2 = 0x03030303u;
-  const uint32_t sc_lo = u[0] & m6, mn_lo = u[1] & m6;
-  const uint32_t sc_hi = (u[2] & m4) | (((u[0] >> 6) & m2) << 4);
-  const uint32_t mn_hi = ((u[2] >> 4) & m4) | (((u[1] >> 6) & m2) << 4);
-  const __m128i v = _mm_setr_epi32((int)sc_lo, (int)sc_hi, (int)mn_lo, (int)mn_hi);
-  *sc = _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(v));
-  *mn = _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_srli_si128(v, 8)));
-}
-
 /* Sub-block 2j+s as 32 int16 levels (0..31), multiplier d * sc x the
  * column's scale, min dmin * m: a level times an int16 activation is
  * below 2^20 and a pmaddwd pair below 2^21, so the int32 sums are exact. */
@@ -82,7 +57,7 @@ CPU_AVX2_INLINE void q5k_scales8(const uint8_t *s, __m256 *sc, __m256 *mn) {
   {                                                                                                \
     const uint8_t *p_ = (row) + (b) * 176;                                                         \
     __m256 sc8_, mn8_;                                                                             \
-    q5k_scales8(p_ + 4, &sc8_, &mn8_);                                                             \
+    cpu_mm_kq_scales8(p_ + 4, &sc8_, &mn8_);                                                       \
     float mult_[CPU_MM_MAX_DOT_X][8] __attribute__((aligned(32)));                                 \
     CPU_MM_QSCALES8(mult_, _mm256_mul_ps(_mm256_set1_ps(cpu_mm_f16(p_)), sc8_), (b))               \
     CPU_MM_QMINS8(_mm256_mul_ps(_mm256_set1_ps(cpu_mm_f16(p_ + 2)), mn8_), (b))                    \
