@@ -123,14 +123,22 @@ uint64_t kiln_cuda_attention_part_bytes(const kiln_node *node, uint32_t n_split)
   return (uint64_t)p->n_head * n_split * ((uint64_t)p->head_dim + 2) * sizeof(float);
 }
 
+/* What every split decode attention (attention_split, attention_mma)
+ * checks first: the node, warps up to max_warps, n_split. */
+static kiln_status attention_grid_check(const kiln_host_api *host, const kiln_node *node,
+                                        uint32_t warps, uint32_t max_warps, uint32_t n_split) {
+  KILN_RETURN_IF_ERROR(kiln_cuda_node_check(host, node));
+  KILN_RETURN_IF_ERROR(want_op(host, node, KILN_OP_ATTENTION, KILN_OP_ATTENTION));
+  KILN_RETURN_IF_ERROR(
+      kiln_cuda_describe_check_threads(host, node, "warps", warps, 1, max_warps, false));
+  return kiln_cuda_describe_check_threads(host, node, "n_split", n_split, 1,
+                                          KILN_CUDA_MAX_ATTN_SPLITS, false);
+}
+
 /* What both halves of the split kernel check: the node, warps, n_split. */
 static kiln_status attention_split_check(const kiln_host_api *host, const kiln_node *node,
                                          uint32_t warps, uint32_t n_split) {
-  KILN_RETURN_IF_ERROR(kiln_cuda_node_check(host, node));
-  KILN_RETURN_IF_ERROR(want_op(host, node, KILN_OP_ATTENTION, KILN_OP_ATTENTION));
-  KILN_RETURN_IF_ERROR(kiln_cuda_describe_check_threads(host, node, "warps", warps, 1, 32, false));
-  KILN_RETURN_IF_ERROR(kiln_cuda_describe_check_threads(host, node, "n_split", n_split, 1,
-                                                        KILN_CUDA_MAX_ATTN_SPLITS, false));
+  KILN_RETURN_IF_ERROR(attention_grid_check(host, node, warps, 32, n_split));
   const kiln_attention_params *p = &node->p.attention;
   if (!kiln_cuda_attention_split_fits(node))
     return kiln_node_error(host, KILN_STATUS_UNSUPPORTED, node,
@@ -195,11 +203,7 @@ uint32_t kiln_cuda_attention_mma_smem(int64_t hd, uint32_t warps) {
 kiln_status kiln_cuda_attention_mma_describe(const kiln_host_api *host, kiln_kcompiler *compiler,
                                              const kiln_node *node, uint32_t warps,
                                              uint32_t n_split, kiln_kdesc **out_desc) {
-  KILN_RETURN_IF_ERROR(kiln_cuda_node_check(host, node));
-  KILN_RETURN_IF_ERROR(want_op(host, node, KILN_OP_ATTENTION, KILN_OP_ATTENTION));
-  KILN_RETURN_IF_ERROR(kiln_cuda_describe_check_threads(host, node, "warps", warps, 1, 16, false));
-  KILN_RETURN_IF_ERROR(kiln_cuda_describe_check_threads(host, node, "n_split", n_split, 1,
-                                                        KILN_CUDA_MAX_ATTN_SPLITS, false));
+  KILN_RETURN_IF_ERROR(attention_grid_check(host, node, warps, 16, n_split));
   const kiln_attention_params *p = &node->p.attention;
   if (!kiln_cuda_attention_mma_fits(node))
     return kiln_node_error(host, KILN_STATUS_UNSUPPORTED, node,
