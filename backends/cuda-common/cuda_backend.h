@@ -524,6 +524,12 @@ kiln_status kiln_cuda_mul_mat_mmq(kiln_cuda_backend *be, const kiln_node *node,
 /* Makes the activations' operand (16-bit, or q16mma's quantized columns)
  * hold at least `bytes`. */
 kiln_status kiln_cuda_x16_reserve(kiln_cuda_backend *be, uint64_t bytes, const kiln_node *node);
+/* Whether be->x16 holds x's first cols columns in this pass, quantized
+ * (q16: mmq's input) or converted (the 16-bit modes' and fp8's operand;
+ * the gemm mode fixes which), so a GEMM of the same input reuses them. */
+bool kiln_cuda_x16_holds(const kiln_cuda_backend *be, const kiln_tensor *x, int32_t cols, bool q16);
+/* Records that be->x16 now holds them (after the kernel that wrote them). */
+void kiln_cuda_x16_mark(kiln_cuda_backend *be, const kiln_tensor *x, int32_t cols, bool q16);
 /* Bytes of one tile row of a K-wide weight in be->gemm's operand form. */
 uint64_t kiln_cuda_tile_row_bytes(const kiln_cuda_backend *be, int64_t k);
 /* Rows of a K-wide weight one tile holds. */

@@ -117,6 +117,17 @@ kiln_status kiln_cuda_x16_reserve(kiln_cuda_backend *be, uint64_t bytes, const k
   return st;
 }
 
+bool kiln_cuda_x16_holds(const kiln_cuda_backend *be, const kiln_tensor *x, int32_t cols, bool q16) {
+  return be->x16_of == x && be->x16_q16 == q16 && be->x16_pass == be->pass && be->x16_cols == cols;
+}
+
+void kiln_cuda_x16_mark(kiln_cuda_backend *be, const kiln_tensor *x, int32_t cols, bool q16) {
+  be->x16_of = x;
+  be->x16_q16 = q16;
+  be->x16_pass = be->pass;
+  be->x16_cols = cols;
+}
+
 kiln_status kiln_cuda_mul_mat_gemm(kiln_cuda_backend *be, const kiln_node *node,
                                    const kiln_cuda_node_state *ns, CUdeviceptr w, CUdeviceptr x,
                                    CUdeviceptr y, int32_t n_tokens) {
@@ -146,8 +157,7 @@ kiln_status kiln_cuda_mul_mat_gemm(kiln_cuda_backend *be, const kiln_node *node,
   CUdeviceptr b = x;
   if (terms) { /* the activations' operand, once for every tile (and the next GEMM of x) */
     const kiln_tensor *xt = node->src[1];
-    if (be->x16_of != xt || be->x16_q16 || be->x16_pass != be->pass ||
-        be->x16_cols != n_tokens) {
+    if (!kiln_cuda_x16_holds(be, xt, n_tokens, false)) {
       CUdeviceptr dst = be->x16;
       int cols = n_tokens;
       void *args[] = {&x, &dst, &cols};
@@ -156,10 +166,7 @@ kiln_status kiln_cuda_mul_mat_gemm(kiln_cuda_backend *be, const kiln_node *node,
                                             kiln_cuda_stride_grid((long long)k * n_tokens,
                                                                   ns->gemm_input.block),
                                             1, ns->gemm_input.block, args));
-      be->x16_of = xt;
-      be->x16_q16 = false;
-      be->x16_pass = be->pass;
-      be->x16_cols = n_tokens;
+      kiln_cuda_x16_mark(be, xt, n_tokens, false);
     }
     b = be->x16;
   }

@@ -176,7 +176,7 @@ kiln_status kiln_cuda_mul_mat_fp8(kiln_cuda_backend *be, const kiln_node *node,
                                 "mul_mat node '%.*s': the FP8 GEMM's output was not prepared",
                                 KILN_NAME_MAX, node->name);
   const kiln_tensor *xt = node->src[1];
-  if (be->x16_of != xt || be->x16_pass != be->pass || be->x16_cols != n_tokens) {
+  if (!kiln_cuda_x16_holds(be, xt, n_tokens, false)) {
     CUdeviceptr dst = be->x16;
     int cols = n_tokens;
     void *args[] = {&x, &dst, &cols};
@@ -184,9 +184,7 @@ kiln_status kiln_cuda_mul_mat_fp8(kiln_cuda_backend *be, const kiln_node *node,
     KILN_RETURN_IF_ERROR(kiln_cuda_launch(be, node, "fp8_input", ns->gemm_input.fn,
                                           (uint32_t)(cols > 65535 ? 65535 : cols), 1,
                                           ns->gemm_input.block, args));
-    be->x16_of = xt;
-    be->x16_pass = be->pass;
-    be->x16_cols = n_tokens;
+    kiln_cuda_x16_mark(be, xt, n_tokens, false);
   }
   for (int64_t r0 = 0; r0 < n; r0 += tile) {
     int rows = (int)(n - r0 < tile ? n - r0 : tile);

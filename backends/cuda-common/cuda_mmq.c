@@ -22,7 +22,7 @@ kiln_status kiln_cuda_mul_mat_mmq(kiln_cuda_backend *be, const kiln_node *node,
     return be->host->status_new(KILN_STATUS_INTERNAL,
                                 "mul_mat node '%.*s': the q16 activations were not prepared",
                                 KILN_NAME_MAX, node->name);
-  if (be->x16_of != xt || !be->x16_q16 || be->x16_pass != be->pass || be->x16_cols != n_tokens) {
+  if (!kiln_cuda_x16_holds(be, xt, n_tokens, true)) {
     CUdeviceptr dst = be->x16;
     int cols = n_tokens;
     void *args[] = {&x, &dst, &cols};
@@ -31,10 +31,7 @@ kiln_status kiln_cuda_mul_mat_mmq(kiln_cuda_backend *be, const kiln_node *node,
     KILN_RETURN_IF_ERROR(kiln_cuda_launch(be, node, "quantize", ns->mmq_input.fn,
                                           (uint32_t)((k / 32 + per / 32 - 1) / (per / 32)),
                                           (uint32_t)n_tokens, per, args));
-    be->x16_of = xt;
-    be->x16_q16 = true;
-    be->x16_pass = be->pass;
-    be->x16_cols = n_tokens;
+    kiln_cuda_x16_mark(be, xt, n_tokens, true);
   }
   CUdeviceptr xq = be->x16;
   int n_rows = (int)wt->ne[1], n_cols = n_tokens;
