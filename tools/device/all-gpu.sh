@@ -25,7 +25,9 @@
 #            `kiln bench` on the three CUDA backends on that one file, and
 #            `kiln bench` on cuda-batched with profile = true, once with
 #            graph = false (the per-node table) and once with graph = true
-#            (BENCH=0: none of these).
+#            (BENCH=0: none of these). WHILE_PEER="cmd" runs cmd in the
+#            build tree between tracks B and A (the GPU is idle while
+#            llama.cpp builds), its log in $OUT/while-peer.log.
 # Each stage checks the time left (DEADLINE seconds from the start, default
 # 570) and is skipped or cut, saying so; the logs of a finished stage are in
 # $OUT at once, so a call cut short still brings them back: summary.txt
@@ -90,6 +92,12 @@ if [ "${PERPLEXITY:-1}" = 1 ] && [ -x $B/cli/kiln ] && [ "$(left)" -gt 150 ]; th
   say "perplexity, cpu and every CUDA backend"
   (cd $B && OUT=$work timeout 90 bash "$root/tools/device/perplexity.sh") > "$out/perplexity.log" 2>&1
   tail -12 "$out/perplexity.log" | tee -a "$summary"
+fi
+if [ -n "${WHILE_PEER:-}" ] && [ -x $B/cli/kiln ] && [ "$(left)" -gt 200 ]; then
+  # The GPU is idle while llama.cpp builds: a command of the caller's, in the build tree.
+  say "while track A runs: $WHILE_PEER (at most $(( $(left) - ${WHILE_PEER_RESERVE:-180} )) s)"
+  (cd $B && OUT=$work timeout $(( $(left) - ${WHILE_PEER_RESERVE:-180} )) bash -c "$WHILE_PEER") > "$out/while-peer.log" 2>&1
+  say "exit $?"; grep -E '^(==|--|parity:|FAIL|logits|\| )' "$out/while-peer.log" | tee -a "$summary"
 fi
 say "track B done (exit $gpu_rc); waiting for track A"
 [ -n "$peer" ] && wait $peer
