@@ -93,7 +93,7 @@ if [ "${PERPLEXITY:-1}" = 1 ] && [ -x $B/cli/kiln ] && [ "$(left)" -gt 150 ]; th
   (cd $B && OUT=$work timeout 90 bash "$root/tools/device/perplexity.sh") > "$out/perplexity.log" 2>&1
   tail -12 "$out/perplexity.log" | tee -a "$summary"
 fi
-if [ -n "${WHILE_PEER:-}" ] && [ -x $B/cli/kiln ] && [ "$(left)" -gt 200 ]; then
+if [ -n "${WHILE_PEER:-}" ] && [ -x $B/cli/kiln ] && [ "$(left)" -gt $(( ${WHILE_PEER_RESERVE:-180} + 60 )) ]; then
   # The GPU is idle while llama.cpp builds: a command of the caller's, in the build tree.
   say "while track A runs: $WHILE_PEER (at most $(( $(left) - ${WHILE_PEER_RESERVE:-180} )) s)"
   (cd $B && OUT=$work timeout $(( $(left) - ${WHILE_PEER_RESERVE:-180} )) bash -c "$WHILE_PEER") > "$out/while-peer.log" 2>&1
