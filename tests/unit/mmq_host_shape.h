@@ -59,6 +59,7 @@ static const mmq_shape shape = {KILN_HOST_STR(KILN_HOST_SHAPE), KILN_XQ_BITS, KI
 #undef KILN_MMQ_BYTES
 #undef KILN_MMQ_SB
 #undef KILN_MMQ_MIN
+#undef KILN_MMQ_WIDE
 #undef KILN_MMQ_Q4_0
 #undef KILN_MMQ_Q5_0
 #undef KILN_MMQ_Q8_0
