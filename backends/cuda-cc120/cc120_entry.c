@@ -24,7 +24,7 @@ static const kiln_config_key keys[] = {KILN_CUDA_KEY_DEVICE, KILN_CUDA_KEY_POISO
                                        KILN_CUDA_KEY_ATTENTION_MERGE,
                                        KILN_CUDA_KEY_DECODE_ATTENTION,
                                        KILN_CUDA_KEY_PREFILL_ATTENTION,
-                                       KILN_CUDA_KEY_FUSE, KILN_CUDA_KEY_GRAPH, KILN_CUDA_KEY_PDL, KILN_CUDA_KEY_GEMM,
+                                       KILN_CUDA_KEY_FUSE, KILN_CUDA_KEY_GRAPH, KILN_CUDA_KEY_PDL, KILN_CUDA_KEY_GEMM, KILN_CUDA_KEY_MMQ_SHAPE,
                                        KILN_CUDA_KEY_GEMM_SCRATCH, KILN_CUDA_KEY_ALLOW_LOWER_CC,
                                        KILN_CUDA_KEY_DEVICES, KILN_CUDA_KEY_TENSOR_PARALLEL};
 

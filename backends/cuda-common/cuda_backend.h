@@ -360,6 +360,7 @@ typedef struct kiln_cuda_backend {
   CUdeviceptr lt_out;
   uint64_t lt_out_bytes;
   kiln_cuda_gemm_mode gemm;
+  kiln_cuda_mmq_shape mmq_shape; /* [<plugin>] mmq_shape (auto: 128,64,4) */
   uint64_t scratch_cap; /* most bytes the weight tile may take */
   CUdeviceptr scratch;  /* the tile, grown in prepare() */
   uint64_t scratch_bytes;

@@ -49,6 +49,15 @@
            "row and a token through cuBLASLt (compute capability 9.0, else "   \
            "bf16x3; LOWEST accuracy: about 3e-2 relative a GEMM)"}
 
+#define KILN_CUDA_KEY_MMQ_SHAPE                                               \
+  {.name = "mmq_shape",                                                       \
+   .type = KILN_CONFIG_STRING,                                                \
+   .default_value = "auto",                                                   \
+   .help = "gemm = q16mma's block tile, TILE_M,TILE_N,WARPS (weight rows, "   \
+           "tokens, warps: tile_m a multiple of 16, tile_n of 8, the warps "  \
+           "dividing the 16x8 fragments, at most 48 KiB of shared memory), "  \
+           "for tuning; auto = 128,64,4; the same sums whichever shape"}
+
 #define KILN_CUDA_KEY_GEMM_SCRATCH                                            \
   {.name = "gemm_scratch_mib",                                                \
    .type = KILN_CONFIG_INT,                                                   \

@@ -23,12 +23,6 @@
 /* Weight-row groups below which a matvec splits rows between warps. */
 #define MATVEC_SPLIT_BELOW 4096
 #define QUANTIZE_BLOCK 256
-/* mmq's tile (gemm = q16mma): 128 weight rows by 64 tokens, 4 warps of 32
- * x 64 outputs each; 42 KiB of shared memory, 133 (Q4_K) and 156 (Q6_K)
- * registers (ptxas, sm_90). Not tuned on a device yet. */
-#define MMQ_TILE_M 128
-#define MMQ_TILE_N 64
-#define MMQ_WARPS 4
 
 kiln_status kiln_cuda_supports(void *backend, const kiln_node *node) {
   const kiln_cuda_backend *be = backend;
@@ -105,7 +99,7 @@ static kiln_cuda_matvec_shape matvec_shape(const kiln_cuda_flavor *fl, int64_t n
  * not take (F32, F16, BF16; K not a multiple of 128) keeps bf16x3. */
 static kiln_status prepare_mmq(kiln_cuda_backend *be, const kiln_node *node,
                                kiln_cuda_node_state *ns) {
-  const kiln_cuda_mmq_shape shape = {MMQ_TILE_M, MMQ_TILE_N, MMQ_WARPS};
+  const kiln_cuda_mmq_shape shape = be->mmq_shape;
   kiln_kdesc *d = NULL;
   KILN_RETURN_IF_ERROR(
       kiln_cuda_mmq_describe(be->host, be->compiler, node, KILN_CUDA_QUANT_Q16, &shape, &d));

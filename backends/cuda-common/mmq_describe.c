@@ -33,6 +33,24 @@ uint32_t kiln_cuda_mmq_shared_bytes(kiln_type t, kiln_cuda_quant q,
          shape->tile_m * nsb * 4u * (min ? 2u : 1u) + shape->tile_n * 4u * 8u;
 }
 
+/* the geometry alone (mmq.cu.tmpl's #error lines) */
+static bool mmq_geometry_ok(const kiln_cuda_mmq_shape *shape) {
+  const uint32_t tm = shape->tile_m, tn = shape->tile_n, wp = shape->warps;
+  if (tm < 16 || tm > 256 || tm % 16 != 0 || tn < 8 || tn > 256 || tn % 8 != 0 || wp < 1 ||
+      wp > 16)
+    return false;
+  const uint32_t wm = wp < tm / 16 ? wp : tm / 16;
+  return wp % wm == 0 && (tm / 16) % wm == 0 && (tn / 8) % (wp / wm) == 0;
+}
+
+bool kiln_cuda_mmq_shape_ok(const kiln_cuda_mmq_shape *shape, kiln_cuda_quant q) {
+  /* Q4_K's scales and minimums take as many bytes as Q6_K's scales per 16
+   * values: either is the largest */
+  return mmq_geometry_ok(shape) &&
+         kiln_cuda_mmq_shared_bytes(KILN_TYPE_Q4_K, q, shape) <= 48u * 1024u &&
+         kiln_cuda_mmq_shared_bytes(KILN_TYPE_Q6_K, q, shape) <= 48u * 1024u;
+}
+
 kiln_status kiln_cuda_mmq_describe(const kiln_host_api *host, kiln_kcompiler *compiler,
                                    const kiln_node *node, kiln_cuda_quant q,
                                    const kiln_cuda_mmq_shape *shape, kiln_kdesc **out_desc) {
@@ -46,9 +64,7 @@ kiln_status kiln_cuda_mmq_describe(const kiln_host_api *host, kiln_kcompiler *co
     return kiln_node_error(host, KILN_STATUS_INVALID_ARGUMENT, node,
                            "mmq's activations must be q16 or q8");
   const uint32_t tm = shape->tile_m, tn = shape->tile_n, wp = shape->warps;
-  const uint32_t wm = wp < tm / 16 ? wp : tm / 16;
-  if (tm < 16 || tm > 256 || tm % 16 != 0 || tn < 8 || tn > 256 || tn % 8 != 0 || wp < 1 ||
-      wp > 16 || wm == 0 || wp % wm != 0 || (tm / 16) % wm != 0 || (tn / 8) % (wp / wm) != 0)
+  if (!mmq_geometry_ok(shape))
     return kiln_node_error(host, KILN_STATUS_INVALID_ARGUMENT, node,
                            "mmq tile %ux%u with %u warps: tile_m must be a multiple of 16 "
                            "(16..256), tile_n of 8 (8..256), and the warps must divide the "

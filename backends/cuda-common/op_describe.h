@@ -280,6 +280,13 @@ typedef struct kiln_cuda_mmq_shape {
   uint32_t warps;
 } kiln_cuda_mmq_shape;
 
+/* Whether the shape's geometry is one mmq.cu.tmpl takes (tile_m a
+ * multiple of 16 in 16..256, tile_n of 8 in 8..256, warps 1..16 dividing
+ * the tile's 16 x 8 fragments evenly) and its shared memory for the
+ * largest type (Q4_K/Q5_K/Q6_K) and activations q is at most 48 KiB:
+ * what [<plugin>] mmq_shape is checked against when the backend opens. */
+bool kiln_cuda_mmq_shape_ok(const kiln_cuda_mmq_shape *shape, kiln_cuda_quant q);
+
 /* Whether mmq decodes weights of type t (Q4_0, Q5_0, Q8_0, Q4_K, Q5_K,
  * Q6_K), and whether it can take MUL_MAT node (such a weight, K a
  * multiple of 128); prepare() gives any other node the bf16x3 GEMM. */

@@ -318,11 +318,13 @@ static int device_cc(kiln_runtime *rt, const char *name) {
  * mantissa bits, so a GEMM lands 3-4e-2 from f64; test_fp8_host measures
  * the same kernels' operands on the host); a 1 MiB tile makes a 700-row
  * weight take several tiles (mmq: five 128-row tiles and a partial one,
- * T = 9 a partial 64-token tile), and K = 100 (F32, F16, BF16) rows that
- * are no multiple of 8 (nor of 16: fp8 pads them). */
+ * T = 9 a partial 64-token tile; q16mma again with mmq_shape = 64,32,8:
+ * eleven 64-row tiles, one 32-token tile of 9), and K = 100 (F32, F16,
+ * BF16) rows that are no multiple of 8 (nor of 16: fp8 pads them). */
 static void test_mul_mat_gemm_modes(void **state) {
-  static const char *const modes[] = {"bf16x3", "tf32", "bf16", "q16mma", "fp8"};
-  static const double tols[] = {2e-5, 2e-3, 1.5e-2, 2e-4, 6e-2};
+  static const char *const modes[] = {"bf16x3", "tf32", "bf16", "q16mma", "q16mma", "fp8"};
+  static const char *const mmq_shapes[] = {"auto", "auto", "auto", "auto", "64,32,8", "auto"};
+  static const double tols[] = {2e-5, 2e-3, 1.5e-2, 2e-4, 2e-4, 6e-2};
   int bad = 0;
   for (size_t mi = 0; mi < sizeof modes / sizeof modes[0]; mi++) {
     const kiln_config_override ov[] = {
@@ -330,8 +332,11 @@ static void test_mul_mat_gemm_modes(void **state) {
         {"cuda-cc120", "gemm", modes[mi], "test"},
         {"cuda-batched", "gemm_scratch_mib", "1", "test"},
         {"cuda-cc120", "gemm_scratch_mib", "1", "test"},
+        {"cuda-batched", "mmq_shape", mmq_shapes[mi], "test"},
+        {"cuda-cc120", "mmq_shape", mmq_shapes[mi], "test"},
     };
-    kiln_runtime *rt = kg_runtime_mode("f32", true, ov, 4);
+    if (strcmp(mmq_shapes[mi], "auto") != 0) printf("mmq_shape = %s\n", mmq_shapes[mi]);
+    kiln_runtime *rt = kg_runtime_mode("f32", true, ov, 6);
     for (int b = 0; b < KG_N_BACKENDS; b++) {
       if (strcmp(kg_backends[b], "cuda-serial") == 0) continue; /* no GEMM: one token at a time */
       kiln_backend *be = kg_backend_open(rt, kg_backends[b]);
@@ -362,6 +367,22 @@ static void test_mul_mat_gemm_modes(void **state) {
     }
     kiln_runtime_free(rt);
   }
+  /* a shape mmq.cu.tmpl cannot take is refused when the backend opens,
+   * naming the key: 128 x 128 needs 62 KiB of static shared memory */
+  const kiln_config_override big[] = {{"cuda-batched", "mmq_shape", "128,128,4", "test"}};
+  kiln_runtime *rt = kg_runtime_mode("f32", true, big, 1);
+  kiln_plugin *p;
+  KT_ASSERT_OK(kiln_plugin_registry_get(kiln_runtime_plugins(rt), "cuda-batched", &p));
+  kiln_backend *be = NULL;
+  kiln_status st = kiln_backend_open(p, kiln_runtime_config(rt), &be);
+  const bool refused = st && kiln_status_code_of(st) == KILN_STATUS_INVALID_ARGUMENT &&
+                       strstr(kiln_status_message(st), "mmq_shape = 128,128,4");
+  printf("  cuda-batched mmq_shape = 128,128,4: %s: %s\n", refused ? "refused" : "NOT REFUSED",
+         st ? kiln_status_message(st) : "(opened)");
+  if (!refused) bad++;
+  kiln_status_free(st);
+  if (be) kiln_backend_close(be);
+  kiln_runtime_free(rt);
   assert_int_equal(bad, 0);
 }
 

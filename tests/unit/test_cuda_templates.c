@@ -1192,6 +1192,31 @@ static void test_mmq(void **state) {
                 KILN_STATUS_INVALID_ARGUMENT, "warps must divide");
   KT_ASSERT_ERR(kiln_cuda_mmq_describe(h, c, &g->mm_ff, KILN_CUDA_QUANT_NONE, &tiles[0], &d),
                 KILN_STATUS_INVALID_ARGUMENT, "must be q16 or q8");
+  /* [<plugin>] mmq_shape's check at open agrees with describe: each shape
+   * it takes describes for Q4_K and Q6_K, each it refuses does not */
+  static const kiln_cuda_mmq_shape any[] = {
+      {128, 64, 4}, {64, 32, 8}, {64, 64, 4}, {128, 32, 4}, {128, 64, 8}, {16, 8, 1},
+      {256, 32, 4}, {128, 128, 4}, {128, 64, 3}, {120, 64, 4}, {128, 60, 4}, {272, 8, 1},
+      {64, 64, 32}, {16, 8, 2}, {0, 64, 4}, {128, 64, 0}};
+  static const bool want_ok[] = {true,  true,  true,  true,  true,  true,  false, false,
+                                 false, false, false, false, false, false, false, false};
+  for (size_t i = 0; i < sizeof any / sizeof any[0]; i++) {
+    const bool ok = kiln_cuda_mmq_shape_ok(&any[i], KILN_CUDA_QUANT_Q16);
+    if (ok != want_ok[i])
+      fail_msg("mmq_shape %ux%ux%u: shape_ok %d, want %d", any[i].tile_m, any[i].tile_n,
+               any[i].warps, ok, want_ok[i]);
+    static const kiln_type tt[] = {KILN_TYPE_Q4_K, KILN_TYPE_Q6_K};
+    for (int t = 0; t < 2; t++) {
+      build(g, &shapes[1], tt[t]);
+      kiln_status st = kiln_cuda_mmq_describe(h, c, &g->mm_ff, KILN_CUDA_QUANT_Q16, &any[i], &d);
+      if ((st == NULL) != ok)
+        fail_msg("mmq_shape %ux%ux%u %s: describe %s, shape_ok %d", any[i].tile_m,
+                 any[i].tile_n, any[i].warps, kiln_type_name(tt[t]),
+                 st ? kiln_status_message(st) : "ok", ok);
+      kiln_status_free(st);
+      if (!st) h->kdesc_free(d);
+    }
+  }
   free(g);
   kiln_kcache_close(kc);
 }

@@ -16,7 +16,9 @@
 # printed), then pp512 of each mode on the first model (kiln bench -r 3).
 # MMQ_TYPES (default "Q4_K Q6_K") picks the models, MMQ_GEMMS (default
 # "bf16x3 q16mma fp8") the modes; fp8's parity is reported, not counted:
-# e4m3 is far past the default thresholds by design. Logs to
+# e4m3 is far past the default thresholds by design. MMQ_SHAPES (default
+# auto) lists q16mma's tiles to bench ([cuda-batched] mmq_shape, e.g.
+# "auto 64,64,4 128,32,4 128,64,8"; parity runs with the first). Logs to
 # $OUT/mmq-*.txt.
 set -uo pipefail
 out=${OUT:-/tmp}
@@ -27,7 +29,10 @@ L=${MMQ_LAYERS:-2}
 P=$'<|im_start|>user\nWhat is the capital of France? Answer briefly.<|im_end|>\n<|im_start|>assistant\n'
 bad=0
 gemms=${MMQ_GEMMS:-bf16x3 q16mma fp8}
-for g in $gemms; do printf '[cuda-batched]\ngemm = %s\n' "$g" > /tmp/mmq-$g.ini; done
+shapes=${MMQ_SHAPES:-auto}
+for g in $gemms; do
+  printf '[cuda-batched]\ngemm = %s\nmmq_shape = %s\n' "$g" "${shapes%% *}" > /tmp/mmq-$g.ini
+done
 for ty in ${MMQ_TYPES:-Q4_K Q6_K}; do
   M=/tmp/mmq-$ty-$L.gguf
   t=$(date +%s)
@@ -45,10 +50,14 @@ for ty in ${MMQ_TYPES:-Q4_K Q6_K}; do
 done
 ty=${MMQ_TYPES:-Q4_K}; ty=${ty%% *} # the first model's
 for g in $gemms; do
-  echo "-- pp512 $ty model, cuda-batched gemm = $g"
-  timeout 120 $K bench -m /tmp/mmq-$ty-$L.gguf -B cuda-batched --config /tmp/mmq-$g.ini -p 512 -n 0 -r 3 \
-    -b 512 > "$out/mmq-bench-$g.txt" 2>&1 || bad=$((bad + 1))
-  grep -E '^\| .*pp|error' "$out/mmq-bench-$g.txt"
+  for sh in $([ $g = q16mma ] && echo $shapes || echo auto); do
+    n=$g-${sh//,/x}
+    printf '[cuda-batched]\ngemm = %s\nmmq_shape = %s\n' "$g" "$sh" > /tmp/mmq-$n.ini
+    echo "-- pp512 $ty model, cuda-batched gemm = $g, mmq_shape = $sh"
+    timeout 120 $K bench -m /tmp/mmq-$ty-$L.gguf -B cuda-batched --config /tmp/mmq-$n.ini -p 512 \
+      -n 0 -r 3 -b 512 > "$out/mmq-bench-$n.txt" 2>&1 || bad=$((bad + 1))
+    grep -E '^\| .*pp|error' "$out/mmq-bench-$n.txt"
+  done
 done
 echo "== mmq-check: $bad failed run(s)"
 exit $bad
