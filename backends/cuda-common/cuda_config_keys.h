@@ -53,10 +53,12 @@
   {.name = "mmq_shape",                                                       \
    .type = KILN_CONFIG_STRING,                                                \
    .default_value = "auto",                                                   \
-   .help = "gemm = q16mma's block tile, TILE_M,TILE_N,WARPS (weight rows, "   \
-           "tokens, warps: tile_m a multiple of 16, tile_n of 8, the warps "  \
-           "dividing the 16x8 fragments, at most 48 KiB of shared memory), "  \
-           "for tuning; auto = 128,64,4; the same sums whichever shape"}
+   .help = "gemm = q16mma's block tile, TILE_M,TILE_N,WARPS[,PREFETCH] "     \
+           "(weight rows, tokens, warps: tile_m a multiple of 16, tile_n of " \
+           "8, the warps dividing the 16x8 fragments, at most 48 KiB of "    \
+           "shared memory; prefetch 1 reads the next step into registers "   \
+           "during this one's MMAs), for tuning; auto = 128,64,4,0; the same "\
+           "sums whichever shape"}
 
 #define KILN_CUDA_KEY_GEMM_SCRATCH                                            \
   {.name = "gemm_scratch_mib",                                                \

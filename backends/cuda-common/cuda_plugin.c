@@ -223,7 +223,7 @@ static kiln_status read_config(kiln_cuda_backend *be, const kiln_config_section 
   /* mmq's tile (gemm = q16mma): 128 weight rows by 64 tokens, 4 warps of
    * 32 x 64 outputs each; 42 KiB of shared memory, 133 (Q4_K) and 156
    * (Q6_K) registers (ptxas, sm_90). Not tuned on a device yet. */
-  be->mmq_shape = (kiln_cuda_mmq_shape){128, 64, 4};
+  be->mmq_shape = (kiln_cuda_mmq_shape){128, 64, 4, 0};
   if (fl->has_gemm_keys && cfg) {
     const char *g = host->cfg_str(cfg, "gemm");
     if (!g || strcmp(g, "bf16x3") == 0) be->gemm = KILN_CUDA_GEMM_BF16X3;
@@ -238,17 +238,18 @@ static kiln_status read_config(kiln_cuda_backend *be, const kiln_config_section 
     be->scratch_cap = (uint64_t)host->cfg_int(cfg, "gemm_scratch_mib") << 20;
     const char *ms = host->cfg_str(cfg, "mmq_shape");
     if (ms && strcmp(ms, "auto") != 0) {
-      unsigned tm = 0, tn = 0, wp = 0;
+      unsigned tm = 0, tn = 0, wp = 0, pf = 0;
       char tail = 0;
-      if (sscanf(ms, "%u,%u,%u%c", &tm, &tn, &wp, &tail) != 3 ||
-          !kiln_cuda_mmq_shape_ok(&(kiln_cuda_mmq_shape){tm, tn, wp}, KILN_CUDA_QUANT_Q16))
+      const int n = sscanf(ms, "%u,%u,%u,%u%c", &tm, &tn, &wp, &pf, &tail);
+      const kiln_cuda_mmq_shape s = {tm, tn, wp, pf};
+      if ((n != 3 && n != 4) || !kiln_cuda_mmq_shape_ok(&s, KILN_CUDA_QUANT_Q16))
         return host->status_new(KILN_STATUS_INVALID_ARGUMENT,
-                                "[%s] mmq_shape = %s is not auto or TILE_M,TILE_N,WARPS (tile_m "
-                                "a multiple of 16 in 16..256, tile_n of 8 in 8..256, warps "
-                                "1..16 dividing the 16x8 fragments, at most 48 KiB of shared "
-                                "memory)",
+                                "[%s] mmq_shape = %s is not auto or TILE_M,TILE_N,WARPS[,PREFETCH] "
+                                "(tile_m a multiple of 16 in 16..256, tile_n of 8 in 8..256, "
+                                "warps 1..16 dividing the 16x8 fragments, at most 48 KiB of "
+                                "shared memory, prefetch 0 or 1)",
                                 fl->name, ms);
-      be->mmq_shape = (kiln_cuda_mmq_shape){tm, tn, wp};
+      be->mmq_shape = s;
     }
   }
   if (be->device < 0 || be->poison < -1 || be->poison > 255 || be->scratch_cap < (1u << 20))

@@ -213,6 +213,9 @@ static const kiln_kparam_decl mmq_params[] = {
     {"tile_n", KILN_KPARAM_I64, KILN_KPARAM_BAKED, "tokens per block (a multiple of 8)"},
     {"warps", KILN_KPARAM_I64, KILN_KPARAM_BAKED,
      "warps per block, dividing the tile's 16x8 fragments"},
+    {"prefetch", KILN_KPARAM_I64, KILN_KPARAM_BAKED,
+     "1: the next 128-value step's weights and activations are read into registers while the "
+     "warps compute this one; 0: read, then compute"},
     {"w", KILN_KPARAM_PTR, KILN_KPARAM_RUNTIME,
      "the weight buffer's base (256-byte aligned, no padding): n_rows rows of k values"},
     {"xq", KILN_KPARAM_PTR, KILN_KPARAM_RUNTIME,

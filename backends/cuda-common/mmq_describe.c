@@ -37,7 +37,7 @@ uint32_t kiln_cuda_mmq_shared_bytes(kiln_type t, kiln_cuda_quant q,
 static bool mmq_geometry_ok(const kiln_cuda_mmq_shape *shape) {
   const uint32_t tm = shape->tile_m, tn = shape->tile_n, wp = shape->warps;
   if (tm < 16 || tm > 256 || tm % 16 != 0 || tn < 8 || tn > 256 || tn % 8 != 0 || wp < 1 ||
-      wp > 16)
+      wp > 16 || shape->prefetch > 1)
     return false;
   const uint32_t wm = wp < tm / 16 ? wp : tm / 16;
   return wp % wm == 0 && (tm / 16) % wm == 0 && (tn / 8) % (wp / wm) == 0;
@@ -66,10 +66,10 @@ kiln_status kiln_cuda_mmq_describe(const kiln_host_api *host, kiln_kcompiler *co
   const uint32_t tm = shape->tile_m, tn = shape->tile_n, wp = shape->warps;
   if (!mmq_geometry_ok(shape))
     return kiln_node_error(host, KILN_STATUS_INVALID_ARGUMENT, node,
-                           "mmq tile %ux%u with %u warps: tile_m must be a multiple of 16 "
-                           "(16..256), tile_n of 8 (8..256), and the warps must divide the "
-                           "tile's 16x8 fragments evenly",
-                           tm, tn, wp);
+                           "mmq tile %ux%u with %u warps, prefetch %u: tile_m must be a "
+                           "multiple of 16 (16..256), tile_n of 8 (8..256), the warps must "
+                           "divide the tile's 16x8 fragments evenly, prefetch 0 or 1",
+                           tm, tn, wp, shape->prefetch);
   const uint32_t smem = kiln_cuda_mmq_shared_bytes(node->src[0]->type, q, shape);
   if (smem > 48u * 1024u)
     return kiln_node_error(host, KILN_STATUS_INVALID_ARGUMENT, node,
@@ -83,5 +83,6 @@ kiln_status kiln_cuda_mmq_describe(const kiln_host_api *host, kiln_kcompiler *co
   if (!st) st = host->kdesc_set_i64(d, "tile_m", tm);
   if (!st) st = host->kdesc_set_i64(d, "tile_n", tn);
   if (!st) st = host->kdesc_set_i64(d, "warps", wp);
+  if (!st) st = host->kdesc_set_i64(d, "prefetch", shape->prefetch);
   return kiln_cuda_describe_finish(host, st, d, node, out_desc);
 }

@@ -273,17 +273,22 @@ uint64_t kiln_cuda_xq_col_bytes(int64_t k, kiln_cuda_quant q);
  * mmq_describe.c) ---- */
 
 /* Its tile: tile_m weight rows (a multiple of 16) by tile_n tokens (a
- * multiple of 8), `warps` warps dividing the tile's 16 x 8 fragments. */
+ * multiple of 8), `warps` warps dividing the tile's 16 x 8 fragments; and
+ * its staging: prefetch 1 reads the next 128-value step into registers
+ * while the warps compute this one (more registers a thread), 0 reads,
+ * then computes. */
 typedef struct kiln_cuda_mmq_shape {
   uint32_t tile_m;
   uint32_t tile_n;
   uint32_t warps;
+  uint32_t prefetch;
 } kiln_cuda_mmq_shape;
 
 /* Whether the shape's geometry is one mmq.cu.tmpl takes (tile_m a
  * multiple of 16 in 16..256, tile_n of 8 in 8..256, warps 1..16 dividing
  * the tile's 16 x 8 fragments evenly) and its shared memory for the
- * largest type (Q4_K/Q5_K/Q6_K) and activations q is at most 48 KiB:
+ * largest type (Q4_K/Q5_K/Q6_K) and activations q is at most 48 KiB, and
+ * prefetch is 0 or 1:
  * what [<plugin>] mmq_shape is checked against when the backend opens. */
 bool kiln_cuda_mmq_shape_ok(const kiln_cuda_mmq_shape *shape, kiln_cuda_quant q);
 

@@ -318,12 +318,13 @@ static int device_cc(kiln_runtime *rt, const char *name) {
  * mantissa bits, so a GEMM lands 3-4e-2 from f64; test_fp8_host measures
  * the same kernels' operands on the host); a 1 MiB tile makes a 700-row
  * weight take several tiles (mmq: five 128-row tiles and a partial one,
- * T = 9 a partial 64-token tile; q16mma again with mmq_shape = 64,32,8:
- * eleven 64-row tiles, one 32-token tile of 9), and K = 100 (F32, F16,
+ * T = 9 a partial 64-token tile; q16mma again with mmq_shape = 64,32,8,1:
+ * eleven 64-row tiles, one 32-token tile of 9, the next step prefetched
+ * into registers), and K = 100 (F32, F16,
  * BF16) rows that are no multiple of 8 (nor of 16: fp8 pads them). */
 static void test_mul_mat_gemm_modes(void **state) {
   static const char *const modes[] = {"bf16x3", "tf32", "bf16", "q16mma", "q16mma", "fp8"};
-  static const char *const mmq_shapes[] = {"auto", "auto", "auto", "auto", "64,32,8", "auto"};
+  static const char *const mmq_shapes[] = {"auto", "auto", "auto", "auto", "64,32,8,1", "auto"};
   static const double tols[] = {2e-5, 2e-3, 1.5e-2, 2e-4, 2e-4, 6e-2};
   int bad = 0;
   for (size_t mi = 0; mi < sizeof modes / sizeof modes[0]; mi++) {

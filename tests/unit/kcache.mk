@@ -270,7 +270,8 @@ kcache_guard_drop_mmq = tests/unit/test_kcache_guard_drop_mmq_type_mmq \
 	tests/unit/test_kcache_guard_drop_k_mmq \
 	tests/unit/test_kcache_guard_drop_tile_m_mmq \
 	tests/unit/test_kcache_guard_drop_tile_n_mmq \
-	tests/unit/test_kcache_guard_drop_warps_mmq
+	tests/unit/test_kcache_guard_drop_warps_mmq \
+	tests/unit/test_kcache_guard_drop_prefetch_mmq
 tests_unit_test_kcache_guard_drop_mmq_type_mmq_SOURCES = $(kcache_guard_drop_sources)
 tests_unit_test_kcache_guard_drop_mmq_type_mmq_CPPFLAGS = $(kcache_cuda_cppflags) -DKILN_KCACHE_TEST_DROP_PARAM='"mmq_type"' \
 	-DKILN_KCACHE_TEST_DROP_TEMPLATE='"mmq"'
@@ -301,4 +302,9 @@ tests_unit_test_kcache_guard_drop_warps_mmq_CPPFLAGS = $(kcache_cuda_cppflags) -
 	-DKILN_KCACHE_TEST_DROP_TEMPLATE='"mmq"'
 tests_unit_test_kcache_guard_drop_warps_mmq_CFLAGS = $(kcache_guard_drop_cflags)
 tests_unit_test_kcache_guard_drop_warps_mmq_LDADD = $(kcache_guard_drop_libs)
+tests_unit_test_kcache_guard_drop_prefetch_mmq_SOURCES = $(kcache_guard_drop_sources)
+tests_unit_test_kcache_guard_drop_prefetch_mmq_CPPFLAGS = $(kcache_cuda_cppflags) -DKILN_KCACHE_TEST_DROP_PARAM='"prefetch"' \
+	-DKILN_KCACHE_TEST_DROP_TEMPLATE='"mmq"'
+tests_unit_test_kcache_guard_drop_prefetch_mmq_CFLAGS = $(kcache_guard_drop_cflags)
+tests_unit_test_kcache_guard_drop_prefetch_mmq_LDADD = $(kcache_guard_drop_libs)
 endif

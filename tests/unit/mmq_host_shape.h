@@ -2,7 +2,7 @@
  * then mmq) compiled for the host (test_mmq_host.cc): include inside a
  * namespace of its own after defining KILN_MMQ_<TYPE> (the weight type),
  * KILN_XQ_BITS (16 or 8), KILN_K, KILN_BLOCK (quantize's threads),
- * KILN_TM, KILN_TN, KILN_WARPS (mmq's tile) and KILN_HOST_SHAPE (a token
+ * KILN_TM, KILN_TN, KILN_WARPS, KILN_PREFETCH (mmq's tile and staging) and KILN_HOST_SHAPE (a token
  * naming it); defines `shape`, an mmq_shape, and undefines every macro the
  * kernels and the caller set, ready for the next one. Not a header of its
  * own: no include guard. */
@@ -46,6 +46,13 @@ static const mmq_shape shape = {KILN_HOST_STR(KILN_HOST_SHAPE), KILN_XQ_BITS, KI
 #undef KILN_TM
 #undef KILN_TN
 #undef KILN_WARPS
+#undef KILN_PREFETCH
+#undef KILN_WU
+#undef KILN_NWU
+#undef KILN_NSU
+#undef KILN_NXU
+#undef KILN_NXSU
+#undef KILN_PER_THREAD
 #undef KILN_THREADS
 #undef KILN_KSTEP
 #undef KILN_KS

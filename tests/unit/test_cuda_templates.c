@@ -291,7 +291,7 @@ static void compile_all(kiln_kcompiler *c, const char *arch) {
       check_kernel(d, &g->mm_q, arch);
       compile_matvec_q(c, g, arch);
       if (kiln_cuda_mmq_ok(&g->mm_ff)) { /* gemm = q16mma's prefill GEMM, the backends' tile */
-        const kiln_cuda_mmq_shape ms = {128, 64, 4};
+        const kiln_cuda_mmq_shape ms = {128, 64, 4, 0};
         KT_ASSERT_OK(kiln_cuda_mmq_describe(h, c, &g->mm_ff, KILN_CUDA_QUANT_Q16, &ms, &d));
         check_kernel(d, &g->mm_ff, arch);
       }
@@ -1107,7 +1107,7 @@ static void test_mmq(void **state) {
   nodes *g = malloc(sizeof *g);
   static const kiln_type types[] = {KILN_TYPE_Q4_0, KILN_TYPE_Q5_0, KILN_TYPE_Q8_0,
                                     KILN_TYPE_Q4_K, KILN_TYPE_Q5_K, KILN_TYPE_Q6_K};
-  static const kiln_cuda_mmq_shape tiles[] = {{128, 64, 4}, {64, 32, 8}};
+  static const kiln_cuda_mmq_shape tiles[] = {{128, 64, 4, 0}, {64, 32, 8, 0}};
   static const kiln_cuda_quant qs[] = {KILN_CUDA_QUANT_Q16, KILN_CUDA_QUANT_Q8};
   char want[96], what[128];
   compiled base[2]; /* Q4_K at q16 in the two tiles */
@@ -1151,15 +1151,16 @@ static void test_mmq(void **state) {
       }
   }
   assert_differ(&base[0], &base[1], "mmq Q4_K q16 tile 128x64x4 / 64x32x8");
-  /* each of K, tile_m, tile_n and warps alone */
+  /* each of K, tile_m, tile_n, warps and prefetch alone */
   build(g, &shapes[1], KILN_TYPE_Q4_K);
-  static const kiln_cuda_mmq_shape one[] = {{64, 64, 4}, {128, 32, 4}, {128, 64, 8}};
-  for (size_t f = 0; f < 3; f++) {
+  static const kiln_cuda_mmq_shape one[] = {
+      {64, 64, 4, 0}, {128, 32, 4, 0}, {128, 64, 8, 0}, {128, 64, 4, 1}};
+  for (size_t f = 0; f < sizeof one / sizeof one[0]; f++) {
     kiln_kdesc *d = NULL;
     KT_ASSERT_OK(kiln_cuda_mmq_describe(h, c, &g->mm_ff, KILN_CUDA_QUANT_Q16, &one[f], &d));
     compiled out = compile_desc(d, &g->mm_ff);
-    snprintf(what, sizeof what, "mmq tile 128x64x4 / %ux%ux%u", one[f].tile_m, one[f].tile_n,
-             one[f].warps);
+    snprintf(what, sizeof what, "mmq tile 128x64x4,0 / %ux%ux%u,%u", one[f].tile_m,
+             one[f].tile_n, one[f].warps, one[f].prefetch);
     assert_differ(&base[0], &out, what);
     free(out.ptx);
   }
@@ -1185,7 +1186,7 @@ static void test_mmq(void **state) {
   KT_ASSERT_ERR(kiln_cuda_mmq_describe(h, c, &g->mm_q, KILN_CUDA_QUANT_Q16, &tiles[0], &d),
                 KILN_STATUS_UNSUPPORTED, "not Q8_0 with K 64");
   build(g, &shapes[1], KILN_TYPE_Q4_K);
-  const kiln_cuda_mmq_shape big = {128, 128, 4}, odd = {128, 64, 3};
+  const kiln_cuda_mmq_shape big = {128, 128, 4, 0}, odd = {128, 64, 3, 0};
   KT_ASSERT_ERR(kiln_cuda_mmq_describe(h, c, &g->mm_ff, KILN_CUDA_QUANT_Q16, &big, &d),
                 KILN_STATUS_INVALID_ARGUMENT, "past 48 KiB");
   KT_ASSERT_ERR(kiln_cuda_mmq_describe(h, c, &g->mm_ff, KILN_CUDA_QUANT_Q16, &odd, &d),
@@ -1195,11 +1196,13 @@ static void test_mmq(void **state) {
   /* [<plugin>] mmq_shape's check at open agrees with describe: each shape
    * it takes describes for Q4_K and Q6_K, each it refuses does not */
   static const kiln_cuda_mmq_shape any[] = {
-      {128, 64, 4}, {64, 32, 8}, {64, 64, 4}, {128, 32, 4}, {128, 64, 8}, {16, 8, 1},
-      {256, 32, 4}, {128, 128, 4}, {128, 64, 3}, {120, 64, 4}, {128, 60, 4}, {272, 8, 1},
-      {64, 64, 32}, {16, 8, 2}, {0, 64, 4}, {128, 64, 0}};
-  static const bool want_ok[] = {true,  true,  true,  true,  true,  true,  false, false,
-                                 false, false, false, false, false, false, false, false};
+      {128, 64, 4, 0}, {64, 32, 8, 0},  {64, 64, 4, 0},  {128, 32, 4, 0}, {128, 64, 8, 0},
+      {16, 8, 1, 0},   {128, 64, 4, 1}, {64, 32, 8, 1},  {256, 32, 4, 0}, {128, 128, 4, 0},
+      {128, 64, 3, 0}, {120, 64, 4, 0}, {128, 60, 4, 0}, {272, 8, 1, 0},  {64, 64, 32, 0},
+      {16, 8, 2, 0},   {0, 64, 4, 0},   {128, 64, 0, 0}, {128, 64, 4, 2}};
+  static const bool want_ok[] = {true,  true,  true,  true,  true,  true,  true,
+                                 true,  false, false, false, false, false, false,
+                                 false, false, false, false, false};
   for (size_t i = 0; i < sizeof any / sizeof any[0]; i++) {
     const bool ok = kiln_cuda_mmq_shape_ok(&any[i], KILN_CUDA_QUANT_Q16);
     if (ok != want_ok[i])

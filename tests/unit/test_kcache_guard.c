@@ -16,7 +16,8 @@
  * of the flash prefill attention (head_dim, n_head, n_head_kv, scale, bq, bk,
  * warps, kv_type), the KV cache's type (kv_type) in each of store_kv, attention,
  * attention_split and rope_store, every baked parameter of the integer
- * tensor-core prefill GEMM (mmq: mmq_type, quant, k, tile_m, tile_n, warps)
+ * tensor-core prefill GEMM (mmq: mmq_type, quant, k, tile_m, tile_n, warps,
+ * prefetch)
  * in mmq alone — where it must fail (XFAIL), proving the guard goes red
  * for each. */
 #include "config.h"
@@ -112,6 +113,7 @@ static const sample samples[] = {
     {"mmq_type", KILN_KPARAM_DTYPE, {KILN_TYPE_Q4_K, KILN_TYPE_Q6_K}, {NULL, NULL}},
     {"tile_m", KILN_KPARAM_I64, {128, 64}, {NULL, NULL}},
     {"tile_n", KILN_KPARAM_I64, {64, 32}, {NULL, NULL}},
+    {"prefetch", KILN_KPARAM_I64, {0, 1}, {NULL, NULL}},
     /* attention_mma: the KV cache's 16-bit type, the tensor cores' input */
     {"mma_type", KILN_KPARAM_STR, {0, 0}, {"f16", "bf16"}},
     /* flash_attention: tiles of 32 or 64 query rows and keys; with warps

@@ -81,6 +81,7 @@ enum { K = 512, N_ROWS = 160, N_COLS = 70 };
 #define KILN_TM 128
 #define KILN_TN 64
 #define KILN_WARPS 4
+#define KILN_PREFETCH 0
 #define KILN_HOST_SHAPE q4_0_std
 namespace q4_0_std {
 #include "mmq_host_shape.h"
@@ -92,6 +93,7 @@ namespace q4_0_std {
 #define KILN_TM 128
 #define KILN_TN 64
 #define KILN_WARPS 4
+#define KILN_PREFETCH 0
 #define KILN_HOST_SHAPE q5_0_std
 namespace q5_0_std {
 #include "mmq_host_shape.h"
@@ -103,6 +105,7 @@ namespace q5_0_std {
 #define KILN_TM 128
 #define KILN_TN 64
 #define KILN_WARPS 4
+#define KILN_PREFETCH 0
 #define KILN_HOST_SHAPE q8_0_std
 namespace q8_0_std {
 #include "mmq_host_shape.h"
@@ -114,6 +117,7 @@ namespace q8_0_std {
 #define KILN_TM 128
 #define KILN_TN 64
 #define KILN_WARPS 4
+#define KILN_PREFETCH 0
 #define KILN_HOST_SHAPE q4_k_std
 namespace q4_k_std {
 #include "mmq_host_shape.h"
@@ -125,6 +129,7 @@ namespace q4_k_std {
 #define KILN_TM 128
 #define KILN_TN 64
 #define KILN_WARPS 4
+#define KILN_PREFETCH 0
 #define KILN_HOST_SHAPE q5_k_std
 namespace q5_k_std {
 #include "mmq_host_shape.h"
@@ -136,6 +141,7 @@ namespace q5_k_std {
 #define KILN_TM 128
 #define KILN_TN 64
 #define KILN_WARPS 4
+#define KILN_PREFETCH 0
 #define KILN_HOST_SHAPE q6_k_std
 namespace q6_k_std {
 #include "mmq_host_shape.h"
@@ -148,6 +154,7 @@ namespace q6_k_std {
 #define KILN_TM 64
 #define KILN_TN 32
 #define KILN_WARPS 8
+#define KILN_PREFETCH 0
 #define KILN_HOST_SHAPE q4_k_w8
 namespace q4_k_w8 {
 #include "mmq_host_shape.h"
@@ -159,6 +166,7 @@ namespace q4_k_w8 {
 #define KILN_TM 64
 #define KILN_TN 32
 #define KILN_WARPS 8
+#define KILN_PREFETCH 0
 #define KILN_HOST_SHAPE q6_k_w8
 namespace q6_k_w8 {
 #include "mmq_host_shape.h"
@@ -170,8 +178,83 @@ namespace q6_k_w8 {
 #define KILN_TM 16
 #define KILN_TN 8
 #define KILN_WARPS 1
+#define KILN_PREFETCH 0
 #define KILN_HOST_SHAPE q6_k_w1
 namespace q6_k_w1 {
+#include "mmq_host_shape.h"
+}
+/* prefetch 1: the next step's units staged in registers during the
+ * compute */
+#define KILN_XQ_BITS 16
+#define KILN_MMQ_Q4_K 1
+#define KILN_K 512
+#define KILN_BLOCK 128
+#define KILN_TM 128
+#define KILN_TN 64
+#define KILN_WARPS 4
+#define KILN_PREFETCH 1
+#define KILN_HOST_SHAPE q4_k_pf
+namespace q4_k_pf {
+#include "mmq_host_shape.h"
+}
+#define KILN_XQ_BITS 16
+#define KILN_MMQ_Q5_K 1
+#define KILN_K 512
+#define KILN_BLOCK 128
+#define KILN_TM 128
+#define KILN_TN 64
+#define KILN_WARPS 4
+#define KILN_PREFETCH 1
+#define KILN_HOST_SHAPE q5_k_pf
+namespace q5_k_pf {
+#include "mmq_host_shape.h"
+}
+#define KILN_XQ_BITS 16
+#define KILN_MMQ_Q6_K 1
+#define KILN_K 512
+#define KILN_BLOCK 128
+#define KILN_TM 128
+#define KILN_TN 64
+#define KILN_WARPS 4
+#define KILN_PREFETCH 1
+#define KILN_HOST_SHAPE q6_k_pf
+namespace q6_k_pf {
+#include "mmq_host_shape.h"
+}
+#define KILN_XQ_BITS 16
+#define KILN_MMQ_Q8_0 1
+#define KILN_K 512
+#define KILN_BLOCK 128
+#define KILN_TM 128
+#define KILN_TN 64
+#define KILN_WARPS 4
+#define KILN_PREFETCH 1
+#define KILN_HOST_SHAPE q8_0_pf
+namespace q8_0_pf {
+#include "mmq_host_shape.h"
+}
+#define KILN_XQ_BITS 16
+#define KILN_MMQ_Q4_K 1
+#define KILN_K 512
+#define KILN_BLOCK 256
+#define KILN_TM 64
+#define KILN_TN 32
+#define KILN_WARPS 8
+#define KILN_PREFETCH 1
+#define KILN_HOST_SHAPE q4_k_w8_pf
+namespace q4_k_w8_pf {
+#include "mmq_host_shape.h"
+}
+#define KILN_XQ_BITS 16
+#define KILN_MMQ_Q6_K 1
+#define KILN_K 512
+#define KILN_BLOCK 32
+#define KILN_TM 16
+#define KILN_TN 8
+#define KILN_WARPS 1
+#define KILN_PREFETCH 1
+#define KILN_HOST_SHAPE q6_k_w1_pf
+namespace q6_k_w1_pf {
 #include "mmq_host_shape.h"
 }
 /* q8: one IMMA pass */
@@ -182,6 +265,7 @@ namespace q6_k_w1 {
 #define KILN_TM 128
 #define KILN_TN 64
 #define KILN_WARPS 4
+#define KILN_PREFETCH 0
 #define KILN_HOST_SHAPE q4_k_q8
 namespace q4_k_q8 {
 #include "mmq_host_shape.h"
@@ -193,6 +277,7 @@ namespace q4_k_q8 {
 #define KILN_TM 128
 #define KILN_TN 64
 #define KILN_WARPS 4
+#define KILN_PREFETCH 0
 #define KILN_HOST_SHAPE q6_k_q8
 namespace q6_k_q8 {
 #include "mmq_host_shape.h"
@@ -407,9 +492,38 @@ static void test_q8_against_q16(void **state) {
   assert_int_equal(bad, 0);
 }
 
+/* prefetch = 1 stages the same bytes into the same tiles one step ahead:
+ * the same sums in the same order, so the same errors to the last bit as
+ * prefetch = 0 on the same data (every unit kind, the wide and the 4-value
+ * weight loads, per-thread shares that divide evenly and that do not). */
+static void test_prefetch(void **state) {
+  (void)state;
+  struct {
+    const mmq_shape *pf, *base;
+    kiln_type type;
+  } const pairs[] = {{&q4_k_pf::shape, &q4_k_std::shape, KILN_TYPE_Q4_K},
+                     {&q5_k_pf::shape, &q5_k_std::shape, KILN_TYPE_Q5_K},
+                     {&q6_k_pf::shape, &q6_k_std::shape, KILN_TYPE_Q6_K},
+                     {&q8_0_pf::shape, &q8_0_std::shape, KILN_TYPE_Q8_0},
+                     {&q4_k_w8_pf::shape, &q4_k_w8::shape, KILN_TYPE_Q4_K},
+                     {&q6_k_w1_pf::shape, &q6_k_w1::shape, KILN_TYPE_Q6_K}};
+  int bad = 0;
+  for (size_t i = 0; i < sizeof pairs / sizeof pairs[0]; i++) {
+    double a, b;
+    bad += run_case(*pairs[i].base, pairs[i].type, 20 + (int)i, &b);
+    bad += run_case(*pairs[i].pf, pairs[i].type, 20 + (int)i, &a);
+    if (a != b) {
+      printf("  FAIL %s: rel L2 %.17g, without prefetch %.17g\n", pairs[i].pf->name, a, b);
+      bad++;
+    }
+  }
+  assert_int_equal(bad, 0);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {cmocka_unit_test(test_every_type),
                                      cmocka_unit_test(test_other_tiles),
+                                     cmocka_unit_test(test_prefetch),
                                      cmocka_unit_test(test_extremes),
                                      cmocka_unit_test(test_q8_against_q16)};
   return cmocka_run_group_tests(tests, NULL, NULL);
