@@ -106,9 +106,23 @@ int cli_usage_error(const char *cmd, const char *fmt, ...) __attribute__((format
  * recurrent_guard f32, gemm f32" into buf; "" when it has none. With a
  * plan, recurrent_guard is left out where no matvec of its graph feeds a
  * recurrent state (it changes nothing there) and otherwise says how many
- * do: "recurrent_guard f32 (183 of 226 matvecs feed a recurrent state)". */
-const char *cli_numerics(const kiln_runtime *rt, const char *backend, const kiln_plan *plan, char *buf,
+ * do: "recurrent_guard f32 (183 of 226 matvecs feed a recurrent state)";
+ * and what the plan's backend says ran (cli_plan_modes) stands in for the
+ * configured value of the key it names ("gemm q16mma: 198 batched GEMMs:
+ * 196 q16mma (Q4_K 196), 2 bf16x3 fallback (F16 2: no mmq decoder)"), its
+ * other items after the keys. */
+const char *cli_numerics(const kiln_runtime *rt, const char *backend, kiln_plan *plan, char *buf,
                          size_t size);
+
+/* kiln_plan_describe_modes(plan, backend) into line (cap bytes); on an
+ * error, a warning on stderr and "". */
+void cli_plan_modes(kiln_plan *plan, const char *backend, char *line, size_t cap);
+/* The item of a describe_modes line (items separated by "; ") that begins
+ * with key and a space: its start, its length in *out_len; NULL when none. */
+const char *cli_modes_item(const char *line, const char *key, size_t *out_len);
+/* Appends to the string in buf (size bytes), ", "-separated, the items of
+ * line that begin with none of placed[0..n_placed) (NULL entries skipped). */
+void cli_modes_append_rest(char *buf, size_t size, const char *line, const char *const *placed, size_t n_placed);
 
 /* Reads a whole file, or standard input when path is "-"; malloc'd,
  * NUL-terminated (the text may hold NULs: use *out_len). At most 64 MiB. */

@@ -133,9 +133,57 @@ int cli_exit(const cli_common *c, kiln_status st) {
   return usage ? CLI_EXIT_USAGE : CLI_EXIT_FAIL;
 }
 
-const char *cli_numerics(const kiln_runtime *rt, const char *backend, const kiln_plan *plan, char *buf,
+void cli_plan_modes(kiln_plan *plan, const char *backend, char *line, size_t cap) {
+  kiln_status st = kiln_plan_describe_modes(plan, backend, line, cap);
+  if (!st) return;
+  /* the summary goes on without it, said */
+  const char *msg = kiln_status_message(st);
+  fputs("kiln: warning: ", stderr);
+  kiln_fput_escaped(stderr, msg, strlen(msg), 0);
+  fputc('\n', stderr);
+  kiln_status_free(st);
+}
+
+/* The item of line after `from` (items separated by "; "): its start and
+ * *out_len; NULL past the last. */
+static const char *next_item(const char *from, size_t *out_len) {
+  if (!from || !*from) return NULL;
+  const char *end = strstr(from, "; ");
+  *out_len = end ? (size_t)(end - from) : strlen(from);
+  return from;
+}
+
+/* Whether item (len bytes) begins with key and a space. */
+static bool item_of(const char *item, size_t len, const char *key) {
+  const size_t kl = strlen(key);
+  return len > kl && strncmp(item, key, kl) == 0 && item[kl] == ' ';
+}
+
+const char *cli_modes_item(const char *line, const char *key, size_t *out_len) {
+  size_t len = 0;
+  for (const char *it = next_item(line, &len); it; it = next_item(it[len] ? it + len + 2 : NULL, &len))
+    if (item_of(it, len, key)) {
+      *out_len = len;
+      return it;
+    }
+  return NULL;
+}
+
+void cli_modes_append_rest(char *buf, size_t size, const char *line, const char *const *placed, size_t n_placed) {
+  size_t used = strlen(buf), len = 0;
+  for (const char *it = next_item(line, &len); it; it = next_item(it[len] ? it + len + 2 : NULL, &len)) {
+    bool done = false;
+    for (size_t i = 0; i < n_placed && !done; i++) done = placed[i] && item_of(it, len, placed[i]);
+    if (done || used + 1 >= size) continue;
+    int w = snprintf(buf + used, size - used, "%s%.*s", used ? ", " : "", (int)len, it);
+    if (w > 0) used = (size_t)w < size - used ? used + (size_t)w : size - 1;
+  }
+}
+
+const char *cli_numerics(const kiln_runtime *rt, const char *backend, kiln_plan *plan, char *buf,
                          size_t size) {
   static const char *const modes[] = {"activations", "matvec", "recurrent_guard", "gemm", "precision"};
+  enum { N_MODES = sizeof modes / sizeof modes[0] };
   buf[0] = '\0';
   kiln_plugin *p = NULL;
   kiln_status st = kiln_plugin_registry_get(kiln_runtime_plugins((kiln_runtime *)rt), backend, &p);
@@ -145,6 +193,7 @@ const char *cli_numerics(const kiln_runtime *rt, const char *backend, const kiln
   }
   /* The plan's matvecs, and those a recurrent state reads (kiln/graph.h). */
   uint32_t n_mm = 0, n_feed = 0;
+  char line[256] = "";
   if (plan) {
     const kiln_graph *g = kiln_plan_graph(plan);
     for (uint32_t i = 0; i < kiln_graph_n_nodes(g); i++) {
@@ -153,11 +202,13 @@ const char *cli_numerics(const kiln_runtime *rt, const char *backend, const kiln
       n_mm++;
       n_feed += nd->p.mul_mat.feeds_recurrent;
     }
+    cli_plan_modes(plan, backend, line, sizeof line);
   }
   const kiln_backend_ops *e = kiln_plugin_entry(p);
   const kiln_config_section *sec = kiln_config_section_get(kiln_runtime_config(rt), backend);
+  const char *placed[N_MODES] = {0};
   size_t used = 0;
-  for (size_t m = 0; m < sizeof modes / sizeof modes[0]; m++)
+  for (size_t m = 0; m < N_MODES; m++)
     for (uint32_t k = 0; k < e->n_config_keys; k++) {
       const kiln_config_key *key = &e->config_keys[k];
       if (strcmp(key->name, modes[m]) != 0) continue;
@@ -167,10 +218,17 @@ const char *cli_numerics(const kiln_runtime *rt, const char *backend, const kiln
       char extra[64] = "";
       if (guard && plan)
         snprintf(extra, sizeof extra, " (%u of %u matvecs feed a recurrent state)", n_feed, n_mm);
-      int w = snprintf(buf + used, size - used, "%s%s %s%s", used ? ", " : "", key->name,
-                       v ? v : "?", extra);
+      /* what ran, where the plugin says it (describe_modes), in place of
+       * what was asked */
+      size_t il = 0;
+      const char *item = cli_modes_item(line, key->name, &il);
+      int w = item ? snprintf(buf + used, size - used, "%s%.*s", used ? ", " : "", (int)il, item)
+                   : snprintf(buf + used, size - used, "%s%s %s%s", used ? ", " : "", key->name,
+                              v ? v : "?", extra);
       if (w > 0 && (size_t)w < size - used) used += (size_t)w;
+      placed[m] = modes[m];
     }
+  cli_modes_append_rest(buf, size, line, placed, N_MODES);
   return buf;
 }
 

@@ -137,17 +137,30 @@ static bench_stats stats_of(const bench_test *t, int32_t reps) {
 
 /* What the run's arithmetic is: the backend's own setting ([cpu]
  * precision; a CUDA backend's activations and gemm), or "-" when it has
- * none (guard_of adds recurrent_guard where it applies). */
-static void precision_of(const kiln_config *cfg, const char *backend, char *buf, size_t cap) {
+ * none (guard_of adds recurrent_guard where it applies). `line` is what
+ * the plan's backend says ran (describe_modes): its item for gemm stands
+ * in for the configured value ("gemm q16mma: 198 batched GEMMs: 196
+ * q16mma (Q4_K 196), 2 bf16x3 fallback (F16 2: no mmq decoder)", "gemm fp8
+ * -> bf16x3 (compute capability 8.6 < 9.0): ..."), its other items
+ * follow. */
+static void precision_of(const kiln_config *cfg, const char *backend, const char *line, char *buf, size_t cap) {
   const kiln_config_section *s = kiln_config_section_get(cfg, backend);
   const char *p = kiln_config_has_key(s, "precision") ? kiln_config_get_str(s, "precision") : NULL;
   const char *a = kiln_config_has_key(s, "activations") ? kiln_config_get_str(s, "activations") : NULL;
   const char *g = kiln_config_has_key(s, "gemm") ? kiln_config_get_str(s, "gemm") : NULL;
+  size_t gl = 0;
+  const char *gi = g ? cli_modes_item(line, "gemm", &gl) : NULL;
+  char gemm[256];
+  if (gi) snprintf(gemm, sizeof gemm, "%.*s", (int)gl, gi);
+  else snprintf(gemm, sizeof gemm, "gemm %s", g ? g : "");
   if (p) snprintf(buf, cap, "%s", p);
   else if (a || g)
-    snprintf(buf, cap, "%s%s%s%s%s", a ? "activations " : "", a ? a : "", a && g ? ", " : "",
-             g ? "gemm " : "", g ? g : "");
-  else snprintf(buf, cap, "-");
+    snprintf(buf, cap, "%s%s%s%s", a ? "activations " : "", a ? a : "", a && g ? ", " : "", g ? gemm : "");
+  else buf[0] = '\0';
+  /* the key the value above names is placed; any other item follows */
+  const char *const placed[] = {p ? "precision" : NULL, g ? "gemm" : NULL};
+  cli_modes_append_rest(buf, cap, line, placed, sizeof placed / sizeof placed[0]);
+  if (!buf[0]) snprintf(buf, cap, "-");
 }
 
 /* Appends ", recurrent_guard f32" (or off) to buf when some matvec of g
@@ -186,7 +199,7 @@ static int32_t threads_of(const kiln_config *cfg, const char *backend) {
 typedef struct bench_info {
   const char *model, *backend;
   const char *kv; /* [kv_cache] type: llama-bench's type_k and type_v */
-  char precision[64];
+  char precision[384];
   int32_t threads, batch, depth, reps;
 } bench_info;
 
@@ -339,7 +352,9 @@ int cmd_bench(int argc, char **argv) {
                      kiln_config_get_str(kiln_config_section_get(cfg, "kv_cache"), "type"), "",
                      threads_of(cfg, kiln_plan_backend_name(plan)), kiln_graph_batch(kiln_plan_graph(plan)), depth,
                      reps};
-    precision_of(cfg, in.backend, in.precision, sizeof in.precision);
+    char line[256];
+    cli_plan_modes(plan, NULL, line, sizeof line);
+    precision_of(cfg, in.backend, line, in.precision, sizeof in.precision);
     guard_of(cfg, in.backend, kiln_plan_graph(plan), in.precision, sizeof in.precision);
     /* A KV cache in another type than f32 shows in the table's precision. */
     if (strcmp(in.kv, "f32") != 0) {

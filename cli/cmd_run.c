@@ -112,6 +112,10 @@ static int run_once(cli_common *cc, const run_args *a, kiln_runtime *rt, kiln_mo
     kiln_plan *plan = kiln_session_plan(session);
     fprintf(stderr, "plan: %u nodes on %s, n_ctx %d\n", kiln_graph_n_nodes(kiln_plan_graph(plan)),
             kiln_plan_backend_name(plan), kiln_session_n_ctx(session));
+    /* what the backend made of its configuration, node by node */
+    char line[256];
+    cli_plan_modes(plan, NULL, line, sizeof line);
+    if (line[0]) fprintf(stderr, "plan: %s: %s\n", kiln_plan_backend_name(plan), line);
   }
   int32_t n_predict = (int32_t)kiln_config_get_int(ss, "n_predict");
   kiln_generate_stats stats = {0};
@@ -146,7 +150,7 @@ static int run_once(cli_common *cc, const run_args *a, kiln_runtime *rt, kiln_mo
       print_ids("generated ids", out.ids, out.n_ids);
     }
     kiln_plan_print_fallbacks(plan, stderr);
-    char modes[320];
+    char modes[512];
     cli_numerics(rt, kiln_plan_backend_name(plan), plan, modes, sizeof modes);
     fprintf(stderr, "kiln: backend %s%s%s%s | prompt %d tokens, generated %d | ", kiln_plan_backend_name(plan),
             modes[0] ? " (" : "", modes, modes[0] ? ")" : "", stats.n_prompt, stats.n_generated);

@@ -197,6 +197,21 @@ typedef struct kiln_cuda_graphs {
   uint64_t replays, captures, clock;
 } kiln_cuda_graphs;
 
+/* [<plugin>] gemm: how a batched MUL_MAT multiplies (cuda_gemm.c). */
+typedef enum kiln_cuda_gemm_mode {
+  KILN_CUDA_GEMM_F32 = 0,   /* CUBLAS_COMPUTE_32F on f32 tiles: IEEE f32 (parity's) */
+  KILN_CUDA_GEMM_TF32 = 1,  /* CUBLAS_COMPUTE_32F_FAST_TF32 on f32 tiles: ~4e-4 relative */
+  KILN_CUDA_GEMM_BF16 = 2,  /* bf16 tiles and activations, f32 sums: ~2e-3 relative */
+  KILN_CUDA_GEMM_BF16X3 = 3, /* bf16 hi/lo terms, 3 K terms, f32 sums: ~5e-6 relative
+                               (gemm_operand.cuh) */
+  KILN_CUDA_GEMM_Q16MMA = 4, /* block weights read directly by mmq.cu on int8 tensor cores,
+                               activations q16 as two int8 halves: the decode matvec_q's
+                               arithmetic; other weights take bf16x3 */
+  KILN_CUDA_GEMM_FP8 = 5     /* e4m3 with a scale a weight row and a token, cuBLASLt, f32
+                                sums (cuda_gemm_fp8.c): ~3e-2 relative; compute capability
+                                9.0 */
+} kiln_cuda_gemm_mode;
+
 /* What prepare() resolved for one node, found again by run(). */
 typedef struct kiln_cuda_node_state {
   const kiln_node *node; /* NULL: empty slot */
@@ -212,6 +227,12 @@ typedef struct kiln_cuda_node_state {
                               per_block its tile_m (fn NULL: the node takes bf16x3) */
   uint32_t mmq_tile_n;     /* mmq's tokens per block */
   kiln_cuda_fn mmq_input;  /* MUL_MAT, gemm = q16mma: x -> q16 columns (quantize) */
+  /* MUL_MAT of several tokens on a batched flavor (gemm_batched): the GEMM
+   * prepare() gave it (kiln_cuda_gemm_of_node) and, where that is not the
+   * backend's mode, why; describe_modes counts them. */
+  bool gemm_batched;
+  kiln_cuda_gemm_mode gemm;
+  kiln_cuda_mmq_fit gemm_why;
   kiln_cuda_fn attn_merge; /* ATTENTION, one token: attention_merge after decode's attention_split
                               (fn NULL: decode merges itself or is the one-block-per-head kernel) */
   uint32_t attn_splits;    /* ATTENTION: attention_split's n_split, its grid's x; 0: no split */
@@ -261,19 +282,9 @@ typedef struct kiln_cuda_buffer {
   int32_t *host_ids; /* INPUT I32 tensors: what was uploaded, to check ids on the host */
 } kiln_cuda_buffer;
 
-typedef enum kiln_cuda_gemm_mode {
-  KILN_CUDA_GEMM_F32 = 0,   /* CUBLAS_COMPUTE_32F on f32 tiles: IEEE f32 (parity's) */
-  KILN_CUDA_GEMM_TF32 = 1,  /* CUBLAS_COMPUTE_32F_FAST_TF32 on f32 tiles: ~4e-4 relative */
-  KILN_CUDA_GEMM_BF16 = 2,  /* bf16 tiles and activations, f32 sums: ~2e-3 relative */
-  KILN_CUDA_GEMM_BF16X3 = 3, /* bf16 hi/lo terms, 3 K terms, f32 sums: ~5e-6 relative
-                               (gemm_operand.cuh) */
-  KILN_CUDA_GEMM_Q16MMA = 4, /* block weights read directly by mmq.cu on int8 tensor cores,
-                               activations q16 as two int8 halves: the decode matvec_q's
-                               arithmetic; other weights take bf16x3 */
-  KILN_CUDA_GEMM_FP8 = 5     /* e4m3 with a scale a weight row and a token, cuBLASLt, f32
-                                sums (cuda_gemm_fp8.c): ~3e-2 relative; compute capability
-                                9.0 */
-} kiln_cuda_gemm_mode;
+/* ---- the gemm modes: their names and operands, which GEMM a batched
+ * MUL_MAT takes, and the line that says so (gemm_choice.c: no CUDA call,
+ * so test_cuda_gemm_modes checks it for any device without one) ---- */
 
 /* The mode's name as [<plugin>] gemm spells it. */
 const char *kiln_cuda_gemm_name(kiln_cuda_gemm_mode g);
@@ -282,6 +293,56 @@ const char *kiln_cuda_gemm_name(kiln_cuda_gemm_mode g);
  * terms a value takes in them (0: f32 values). */
 const char *kiln_cuda_gemm_operand(kiln_cuda_gemm_mode g);
 unsigned kiln_cuda_gemm_terms(kiln_cuda_gemm_mode g);
+
+#define KILN_CUDA_GEMM_MODES 6 /* one past KILN_CUDA_GEMM_FP8 */
+
+/* The compute capability (major) mode g's tensor-core path needs: 9 for
+ * fp8 (cuBLASLt's per-row FP8 scale vectors), 8 for bf16, bf16x3 and
+ * q16mma (bf16 and int8 mma), 0 for f32 and tf32 (tf32 runs on the f32
+ * path below 8.0: cuBLAS's choice); the tensor cores' name for a warning
+ * ("" for 0); and the mode g takes on a device below it: fp8 -> bf16x3,
+ * the 16-bit and int8 modes -> f32. */
+int kiln_cuda_gemm_cc_needed(kiln_cuda_gemm_mode g);
+const char *kiln_cuda_gemm_cc_what(kiln_cuda_gemm_mode g);
+kiln_cuda_gemm_mode kiln_cuda_gemm_below(kiln_cuda_gemm_mode g);
+/* The mode a device of compute capability cc_major runs for `asked`:
+ * kiln_cuda_gemm_below until the device has what the mode needs (fp8 on
+ * 7.5: bf16x3, then f32). open() takes it as the backend's mode. */
+kiln_cuda_gemm_mode kiln_cuda_gemm_on_device(kiln_cuda_gemm_mode asked, int cc_major);
+/* The GEMM a batched MUL_MAT node takes under g, the mode in effect on the
+ * device: under q16mma, mmq (q16mma) for a weight it takes, else bf16x3,
+ * and *out_why (may be NULL) says why not (kiln_cuda_mmq_fit_of); g itself
+ * in every other mode (*out_why KILN_CUDA_MMQ_FITS). prepare() follows it
+ * and keeps the answer in the node's state. */
+kiln_cuda_gemm_mode kiln_cuda_gemm_of_node(kiln_cuda_gemm_mode g, const kiln_node *node,
+                                           kiln_cuda_mmq_fit *out_why);
+
+/* The batched GEMMs of a backend's prepared nodes, counted by the mode
+ * each takes and its weight's type, and mmq's refusals under q16mma by
+ * cause and type (their sum is by_type[KILN_CUDA_GEMM_BF16X3]). */
+typedef struct kiln_cuda_gemm_tally {
+  uint32_t total;
+  uint32_t by_mode[KILN_CUDA_GEMM_MODES];
+  uint32_t by_type[KILN_CUDA_GEMM_MODES][KILN_TYPE_COUNT];
+  uint32_t mmq_type[KILN_TYPE_COUNT]; /* KILN_CUDA_MMQ_TYPE: no mmq decoder for the type */
+  uint32_t mmq_k[KILN_TYPE_COUNT];    /* KILN_CUDA_MMQ_K: K not whole 128s */
+} kiln_cuda_gemm_tally;
+/* Counts one node that took mode g for reason why, its weight of type w. */
+void kiln_cuda_gemm_tally_add(kiln_cuda_gemm_tally *t, kiln_cuda_gemm_mode g, kiln_cuda_mmq_fit why,
+                              kiln_type w);
+/* describe_modes' gemm item (kiln/plugin.h) into out (cap bytes with its
+ * NUL; a longer line is cut): the configured mode `asked`, the device's
+ * (`on_device`, with the compute capability cc_major.cc_minor that made
+ * it differ), then the tally, each count named by the mode it ran, the
+ * device's mode first, with its weight types; under q16mma the bf16x3
+ * fallback always (0 too), with each type's cause:
+ *   "gemm q16mma: 198 batched GEMMs: 196 q16mma (Q4_K 168, Q6_K 28),
+ *    2 bf16x3 fallback (F16 2: no mmq decoder)"   (one line)
+ *   "gemm fp8 -> bf16x3 (compute capability 8.6 < 9.0): 198 batched GEMMs:
+ *    198 bf16x3 (Q4_K 170, Q6_K 28)"               (one line)
+ *   "gemm bf16x3: no batched GEMMs prepared" */
+void kiln_cuda_gemm_line(kiln_cuda_gemm_mode asked, kiln_cuda_gemm_mode on_device, int cc_major,
+                         int cc_minor, const kiln_cuda_gemm_tally *t, char *out, size_t cap);
 
 /* Loaded functions a backend remembers as safe to launch programmatically. */
 #define KILN_CUDA_MAX_PDL_FNS 512
@@ -359,8 +420,9 @@ typedef struct kiln_cuda_backend {
    * (cuBLASLt's FP8 kernels want aligned ones), then to Y. */
   CUdeviceptr lt_out;
   uint64_t lt_out_bytes;
-  kiln_cuda_gemm_mode gemm;
-  kiln_cuda_mmq_shape mmq_shape; /* [<plugin>] mmq_shape (auto: 128,64,4) */
+  kiln_cuda_gemm_mode gemm;       /* in effect on the device (kiln_cuda_gemm_on_device) */
+  kiln_cuda_gemm_mode gemm_asked; /* [<plugin>] gemm as configured */
+  kiln_cuda_mmq_shape mmq_shape;  /* [<plugin>] mmq_shape (auto: 128,64,4,0) */
   uint64_t scratch_cap; /* most bytes the weight tile may take */
   CUdeviceptr scratch;  /* the tile, grown in prepare() */
   uint64_t scratch_bytes;
@@ -410,6 +472,9 @@ kiln_status kiln_cuda_buffer_download(void *backend, void *buf, uint64_t offset,
 kiln_status kiln_cuda_prepare(void *backend, const kiln_node *node);
 kiln_status kiln_cuda_run(void *backend, const kiln_step *step);
 kiln_status kiln_cuda_sync(void *backend);
+/* describe_modes (ABI 2.3): the gemm item of the batched flavors
+ * (kiln_cuda_gemm_line over the prepared nodes); "" on cuda-serial. */
+kiln_status kiln_cuda_describe_modes(void *backend, char *out_line, size_t cap);
 
 /* ---- the entry table ---- */
 
@@ -457,6 +522,7 @@ kiln_status kiln_cuda_sync(void *backend);
       .run = kiln_cuda_run,                                                   \
       .sync = kiln_cuda_sync,                                                 \
       .probe_parallel = kiln_cuda_probe_parallel,                             \
+      .describe_modes = kiln_cuda_describe_modes,                             \
   }
 
 /* ---- internals ---- */

@@ -60,31 +60,6 @@ void kiln_cuda_blas_close(kiln_cuda_backend *be) {
   be->blas = NULL;
 }
 
-const char *kiln_cuda_gemm_name(kiln_cuda_gemm_mode g) {
-  switch (g) {
-  case KILN_CUDA_GEMM_F32: return "f32";
-  case KILN_CUDA_GEMM_TF32: return "tf32";
-  case KILN_CUDA_GEMM_BF16: return "bf16";
-  case KILN_CUDA_GEMM_BF16X3: return "bf16x3";
-  case KILN_CUDA_GEMM_Q16MMA: return "q16mma";
-  case KILN_CUDA_GEMM_FP8: return "fp8";
-  }
-  return "?";
-}
-
-const char *kiln_cuda_gemm_operand(kiln_cuda_gemm_mode g) {
-  return g == KILN_CUDA_GEMM_BF16                                      ? "bf16"
-         : g == KILN_CUDA_GEMM_BF16X3 || g == KILN_CUDA_GEMM_Q16MMA ? "bf16x3"
-         : g == KILN_CUDA_GEMM_FP8                                  ? "fp8"
-                                                                      : "f32";
-}
-
-unsigned kiln_cuda_gemm_terms(kiln_cuda_gemm_mode g) {
-  return g == KILN_CUDA_GEMM_BF16                                      ? 1u
-         : g == KILN_CUDA_GEMM_BF16X3 || g == KILN_CUDA_GEMM_Q16MMA ? 3u
-                                                                      : 0u;
-}
-
 uint64_t kiln_cuda_tile_row_bytes(const kiln_cuda_backend *be, int64_t k) {
   const unsigned terms = kiln_cuda_gemm_terms(be->gemm);
   /* fp8: K rounded up to 16 e4m3 bytes and the row's f32 scale (fp8_rows) */
@@ -131,11 +106,17 @@ void kiln_cuda_x16_mark(kiln_cuda_backend *be, const kiln_tensor *x, int32_t col
 kiln_status kiln_cuda_mul_mat_gemm(kiln_cuda_backend *be, const kiln_node *node,
                                    const kiln_cuda_node_state *ns, CUdeviceptr w, CUdeviceptr x,
                                    CUdeviceptr y, int32_t n_tokens) {
-  if (be->gemm == KILN_CUDA_GEMM_FP8) return kiln_cuda_mul_mat_fp8(be, node, ns, w, x, y, n_tokens);
-  if (ns->mmq.fn) return kiln_cuda_mul_mat_mmq(be, node, ns, w, x, y, n_tokens);
+  /* The GEMM prepare() chose for this node (kiln_cuda_gemm_of_node), the
+   * one describe_modes counts: run takes no decision of its own. */
+  if (!ns->gemm_batched)
+    return be->host->status_new(KILN_STATUS_INTERNAL,
+                                "mul_mat node '%.*s': no GEMM was prepared (one token's capacity)",
+                                KILN_NAME_MAX, node->name);
+  if (ns->gemm == KILN_CUDA_GEMM_FP8) return kiln_cuda_mul_mat_fp8(be, node, ns, w, x, y, n_tokens);
+  if (ns->gemm == KILN_CUDA_GEMM_Q16MMA) return kiln_cuda_mul_mat_mmq(be, node, ns, w, x, y, n_tokens);
   const kiln_tensor *wt = node->src[0];
   const int64_t k = wt->ne[0], n = wt->ne[1];
-  const unsigned terms = kiln_cuda_gemm_terms(be->gemm);
+  const unsigned terms = kiln_cuda_gemm_terms(ns->gemm);
   /* An F32 weight is multiplied where it lies, unless the mode wants bf16 terms. */
   const bool direct = wt->type == KILN_TYPE_F32 && terms == 0;
   const int64_t tile = direct ? n : kiln_cuda_tile_rows(be, k, n);
@@ -151,7 +132,7 @@ kiln_status kiln_cuda_mul_mat_gemm(kiln_cuda_backend *be, const kiln_node *node,
     return be->host->status_new(KILN_STATUS_INTERNAL,
                                 "mul_mat node '%.*s': the 16-bit activations were not prepared",
                                 KILN_NAME_MAX, node->name);
-  cublasComputeType_t compute = be->gemm == KILN_CUDA_GEMM_TF32 ? CUBLAS_COMPUTE_32F_FAST_TF32
+  cublasComputeType_t compute = ns->gemm == KILN_CUDA_GEMM_TF32 ? CUBLAS_COMPUTE_32F_FAST_TF32
                                                                 : CUBLAS_COMPUTE_32F;
   const cudaDataType_t in_type = terms ? CUDA_R_16BF : CUDA_R_32F;
   CUdeviceptr b = x;

@@ -17,8 +17,8 @@ kiln_status kiln_cuda_mul_mat_mmq(kiln_cuda_backend *be, const kiln_node *node,
   const kiln_tensor *wt = node->src[0], *xt = node->src[1];
   const int64_t k = wt->ne[0];
   const uint64_t col = kiln_cuda_xq_col_bytes(k, KILN_CUDA_QUANT_Q16);
-  if (!ns->mmq_input.fn || col * (uint64_t)n_tokens > be->x16_bytes || ns->mmq.per_block == 0 ||
-      ns->mmq_tile_n == 0)
+  if (!ns->mmq.fn || !ns->mmq_input.fn || col * (uint64_t)n_tokens > be->x16_bytes ||
+      ns->mmq.per_block == 0 || ns->mmq_tile_n == 0)
     return be->host->status_new(KILN_STATUS_INTERNAL,
                                 "mul_mat node '%.*s': the q16 activations were not prepared",
                                 KILN_NAME_MAX, node->name);

@@ -301,28 +301,21 @@ static kiln_status open_device(kiln_cuda_backend *be, bool allow_lower) {
   if (be->cc_major < 9) be->pdl = false; /* griddepcontrol is sm_90's */
   /* FP8 tensor cores are sm_89's, but the per-row and per-token scale
    * vectors fp8 hands cuBLASLt (OUTER_VEC_32F) are offered from Hopper
-   * (sm_90) on; Ada's cuBLASLt scales FP8 per tensor only. Below 9.0 the
-   * GEMMs take bf16x3 (said, not silent; below 8.0 that goes on to f32
-   * just after). */
-  if (be->cc_major < 9 && be->gemm == KILN_CUDA_GEMM_FP8) {
+   * (sm_90) on; Ada's cuBLASLt scales FP8 per tensor only. bf16 tensor
+   * cores, mma.sync m16n8k16 / m16n8k32 (f16, bf16, s8) and cp.async are
+   * sm_80's. Below what a mode needs the GEMMs take the next mode down
+   * (kiln_cuda_gemm_on_device: fp8 -> bf16x3 -> f32), said, not silent,
+   * and describe_modes says it after the plan too. */
+  be->gemm_asked = be->gemm;
+  be->gemm = kiln_cuda_gemm_on_device(be->gemm_asked, be->cc_major);
+  if (be->gemm != be->gemm_asked)
     host->log(KILN_LOG_WARN, fl->name,
-              "gemm = fp8 needs compute capability 9.0 (FP8 tensor cores with per-row scale "
-              "vectors in cuBLASLt); the device is %d.%d: the prefill GEMMs take bf16x3",
-              be->cc_major, be->cc_minor);
-    be->gemm = KILN_CUDA_GEMM_BF16X3;
-  }
-  /* bf16 tensor cores, mma.sync m16n8k16 / m16n8k32 (f16, bf16, s8) and
-   * cp.async are sm_80's: below, the GEMMs multiply in f32 (said, not
-   * silent) and decode attention keeps the CUDA-core kernel. */
-  if (be->cc_major < 8 && (be->gemm == KILN_CUDA_GEMM_BF16 || be->gemm == KILN_CUDA_GEMM_BF16X3 ||
-                           be->gemm == KILN_CUDA_GEMM_Q16MMA)) {
-    host->log(KILN_LOG_WARN, fl->name,
-              "gemm = %s needs compute capability 8.0 (%s tensor cores); the device is %d.%d: "
-              "the prefill GEMMs multiply in f32",
-              kiln_cuda_gemm_name(be->gemm), be->gemm == KILN_CUDA_GEMM_Q16MMA ? "int8" : "bf16",
-              be->cc_major, be->cc_minor);
-    be->gemm = KILN_CUDA_GEMM_F32;
-  }
+              "gemm = %s needs compute capability %d.0 (%s); the device is %d.%d: the prefill "
+              "GEMMs take %s",
+              kiln_cuda_gemm_name(be->gemm_asked), kiln_cuda_gemm_cc_needed(be->gemm_asked),
+              kiln_cuda_gemm_cc_what(be->gemm_asked), be->cc_major, be->cc_minor,
+              kiln_cuda_gemm_name(be->gemm));
+  /* below sm_80 decode attention keeps the CUDA-core kernel */
   if (be->cc_major < 8) be->attn_mma = false;
   if (be->cc_major < 9 && (be->mvq_load == 3 || be->mvq_forced.stages))
     return host->status_new(KILN_STATUS_UNSUPPORTED,

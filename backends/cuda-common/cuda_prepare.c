@@ -132,13 +132,17 @@ static kiln_status prepare_mul_mat(kiln_cuda_backend *be, const kiln_node *node,
     KILN_RETURN_IF_ERROR(get_fn(be, d, node, &ns->bias.fn));
     ns->bias.block = ELTWISE_BLOCK;
   }
-  if (batched && be->gemm == KILN_CUDA_GEMM_FP8) return kiln_cuda_fp8_prepare(be, node, ns);
-  if (batched && be->gemm == KILN_CUDA_GEMM_Q16MMA && kiln_cuda_mmq_ok(node))
-    return prepare_mmq(be, node, ns);
-  const unsigned terms = kiln_cuda_gemm_terms(be->gemm);
+  if (!batched) return NULL;
+  /* the node's GEMM, kept for describe_modes to count */
+  ns->gemm_batched = true;
+  ns->gemm = kiln_cuda_gemm_of_node(be->gemm, node, &ns->gemm_why);
+  if (ns->gemm == KILN_CUDA_GEMM_FP8) return kiln_cuda_fp8_prepare(be, node, ns);
+  if (ns->gemm == KILN_CUDA_GEMM_Q16MMA) return prepare_mmq(be, node, ns);
+  /* q16mma's fallback is bf16x3 in both: the same operand and terms */
+  const unsigned terms = kiln_cuda_gemm_terms(ns->gemm);
   const int64_t k = node->src[0]->ne[0], n = node->src[0]->ne[1];
-  const char *operand = kiln_cuda_gemm_operand(be->gemm);
-  if (batched && (node->src[0]->type != KILN_TYPE_F32 || terms)) {
+  const char *operand = kiln_cuda_gemm_operand(ns->gemm);
+  if (node->src[0]->type != KILN_TYPE_F32 || terms) {
     /* cuBLAS reads the weight through a tile in the GEMM's operand form,
      * except an F32 weight in the f32 modes. */
     KILN_RETURN_IF_ERROR(kiln_cuda_dequant_describe(host, be->compiler, node, operand, ROWS_BLOCK, &d));
@@ -147,7 +151,7 @@ static kiln_status prepare_mul_mat(kiln_cuda_backend *be, const kiln_node *node,
     KILN_RETURN_IF_ERROR(kiln_cuda_scratch_reserve(
         be, (uint64_t)kiln_cuda_tile_rows(be, k, n) * kiln_cuda_tile_row_bytes(be, k), node));
   }
-  if (batched && terms) {
+  if (terms) {
     /* The activations' operand: every column the input can hold. */
     KILN_RETURN_IF_ERROR(kiln_cuda_gemm_input_describe(host, be->compiler, node, operand, ELTWISE_BLOCK, &d));
     KILN_RETURN_IF_ERROR(get_fn(be, d, node, &ns->gemm_input.fn));
@@ -603,6 +607,21 @@ static kiln_status prepare_rope_fused(kiln_cuda_backend *be, const kiln_node *no
   qs->rope_store = f;
   qs->rope_k = ks->node;
   qs->rope_store_kv = kv;
+  return NULL;
+}
+
+kiln_status kiln_cuda_describe_modes(void *backend, char *out_line, size_t cap) {
+  const kiln_cuda_backend *be = backend;
+  if (!cap) return NULL;
+  out_line[0] = '\0';
+  if (!be->fl->has_gemm_keys) return NULL; /* cuda-serial: no GEMM */
+  kiln_cuda_gemm_tally t = {0};
+  for (uint32_t i = 0; i < be->n_states; i++) {
+    const kiln_cuda_node_state *ns = &be->states[i];
+    if (ns->node && ns->gemm_batched)
+      kiln_cuda_gemm_tally_add(&t, ns->gemm, ns->gemm_why, ns->node->src[0]->type);
+  }
+  kiln_cuda_gemm_line(be->gemm_asked, be->gemm, be->cc_major, be->cc_minor, &t, out_line, cap);
   return NULL;
 }
 

@@ -34,7 +34,7 @@ static void node_label(const kiln_cuda_backend *be, const kiln_node *node,
     snprintf(buf, size, "mul_mat %s %lldx%lld%s %s%s", kiln_type_name(w->type),
              (long long)w->ne[0], (long long)w->ne[1], node->src[2] ? " +bias" : "",
              !multi || be->fl->prefill != KILN_CUDA_PREFILL_BATCHED ? "matvec"
-             : ns->mmq.fn                                          ? "mmq"
+             : ns->gemm == KILN_CUDA_GEMM_Q16MMA                     ? "mmq"
                                                                    : "gemm",
              tag);
     break;

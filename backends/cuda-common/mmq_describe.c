@@ -13,14 +13,17 @@ bool kiln_cuda_mmq_type_ok(kiln_type t) {
          t == KILN_TYPE_Q4_K || t == KILN_TYPE_Q5_K || t == KILN_TYPE_Q6_K;
 }
 
-bool kiln_cuda_mmq_ok(const kiln_node *node) {
-  if (node->op != KILN_OP_MUL_MAT) return false;
+kiln_cuda_mmq_fit kiln_cuda_mmq_fit_of(const kiln_node *node) {
+  if (node->op != KILN_OP_MUL_MAT) return KILN_CUDA_MMQ_NOT_MUL_MAT;
   const kiln_tensor *w = node->src[0];
+  if (!kiln_cuda_mmq_type_ok(w->type)) return KILN_CUDA_MMQ_TYPE;
   /* whole 128-value steps (mmq.cu.tmpl's KILN_KSTEP); the K-quants' rows
    * are whole 256-value blocks already */
-  return kiln_cuda_mmq_type_ok(w->type) && w->ne[0] % 128 == 0 &&
-         w->ne[0] % kiln_type_block_size(w->type) == 0;
+  if (w->ne[0] % 128 != 0 || w->ne[0] % kiln_type_block_size(w->type) != 0) return KILN_CUDA_MMQ_K;
+  return KILN_CUDA_MMQ_FITS;
 }
+
+bool kiln_cuda_mmq_ok(const kiln_node *node) { return kiln_cuda_mmq_fit_of(node) == KILN_CUDA_MMQ_FITS; }
 
 /* mmq.cu.tmpl's static shared memory for the shape: the weight's quants
  * and the activations' H (and L) rows of 144 bytes, the weight's scales

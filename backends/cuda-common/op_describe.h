@@ -294,8 +294,17 @@ bool kiln_cuda_mmq_shape_ok(const kiln_cuda_mmq_shape *shape, kiln_cuda_quant q)
 
 /* Whether mmq decodes weights of type t (Q4_0, Q5_0, Q8_0, Q4_K, Q5_K,
  * Q6_K), and whether it can take MUL_MAT node (such a weight, K a
- * multiple of 128); prepare() gives any other node the bf16x3 GEMM. */
+ * multiple of 128); prepare() gives any other node the bf16x3 GEMM
+ * (kiln_cuda_gemm_of_node, cuda_backend.h). kiln_cuda_mmq_fit_of says
+ * why not, for the line that counts them (describe_modes). */
+typedef enum kiln_cuda_mmq_fit {
+  KILN_CUDA_MMQ_FITS = 0,    /* mmq takes it */
+  KILN_CUDA_MMQ_NOT_MUL_MAT, /* another op */
+  KILN_CUDA_MMQ_TYPE,        /* a weight type mmq has no decoder for (F32, F16, BF16) */
+  KILN_CUDA_MMQ_K            /* K not whole 128-value steps */
+} kiln_cuda_mmq_fit;
 bool kiln_cuda_mmq_type_ok(kiln_type t);
+kiln_cuda_mmq_fit kiln_cuda_mmq_fit_of(const kiln_node *node);
 bool kiln_cuda_mmq_ok(const kiln_node *node);
 
 /* The static shared memory of mmq's block for weights of type t,

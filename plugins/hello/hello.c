@@ -12,6 +12,7 @@
  */
 #include <math.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -20,6 +21,13 @@
 typedef struct hello {
   const kiln_host_api *host;
 } hello;
+
+/* One backend instance (open .. close): the host, and what describe_modes
+ * reports. */
+typedef struct hello_backend {
+  const kiln_host_api *host;
+  uint32_t n_rms_norm; /* RMS_NORM nodes prepared */
+} hello_backend;
 
 typedef struct hello_buffer {
   uint64_t size;
@@ -46,14 +54,18 @@ static kiln_status hello_probe(void *plugin, kiln_probe_info *out_info) {
 
 static kiln_status hello_open(void *plugin, const kiln_config_section *cfg, void **out_backend) {
   (void)cfg;
-  *out_backend = plugin; /* no per-instance state */
+  const hello *h = plugin;
+  hello_backend *b = calloc(1, sizeof *b);
+  if (!b) return h->host->status_new(KILN_STATUS_NO_MEMORY, "hello: open");
+  b->host = h->host;
+  *out_backend = b;
   return NULL;
 }
 
-static void hello_close(void *backend) { (void)backend; }
+static void hello_close(void *backend) { free(backend); }
 
 static kiln_status hello_supports(void *backend, const kiln_node *node) {
-  hello *h = backend;
+  hello_backend *h = backend;
   if (node->op != KILN_OP_RMS_NORM && node->op != KILN_OP_ADD)
     return h->host->status_new(KILN_STATUS_UNSUPPORTED, "hello runs only rms_norm and add, not %s",
                                kiln_op_name(node->op));
@@ -65,7 +77,7 @@ static kiln_status hello_supports(void *backend, const kiln_node *node) {
 }
 
 static kiln_status hello_buffer_alloc(void *backend, const kiln_tensor *t, void **out_buf) {
-  hello *h = backend;
+  hello_backend *h = backend;
   hello_buffer *b = malloc(sizeof *b + t->nbytes);
   if (!b) return h->host->status_new(KILN_STATUS_NO_MEMORY, "hello: %llu bytes for %s",
                                      (unsigned long long)t->nbytes, t->name);
@@ -79,7 +91,7 @@ static void hello_buffer_free(void *backend, void *buf) {
   free(buf);
 }
 
-static kiln_status check_range(hello *h, hello_buffer *b, uint64_t offset, uint64_t n) {
+static kiln_status check_range(hello_backend *h, hello_buffer *b, uint64_t offset, uint64_t n) {
   if (offset > b->size || n > b->size - offset)
     return h->host->status_new(KILN_STATUS_INVALID_ARGUMENT,
                                "hello: copy of %llu bytes at %llu outside a %llu-byte buffer",
@@ -103,10 +115,20 @@ static kiln_status hello_download(void *backend, void *buf, uint64_t offset, voi
 }
 
 static kiln_status hello_prepare(void *backend, const kiln_node *node) {
-  hello *h = backend;
+  hello_backend *h = backend;
   if (node->op == KILN_OP_RMS_NORM && node->src[0]->ne[0] % node->src[1]->ne[0] != 0)
     return h->host->status_new(KILN_STATUS_INVALID_ARGUMENT, "%s: width %lld is not a multiple of %lld",
                                node->name, (long long)node->src[0]->ne[0], (long long)node->src[1]->ne[0]);
+  h->n_rms_norm += node->op == KILN_OP_RMS_NORM;
+  return NULL;
+}
+
+/* Optional (ABI 2.3): what the configuration does not say. hello has no
+ * keys, but its RMSNorm sums in double where cpu's default sums in f32. */
+static kiln_status hello_describe_modes(void *backend, char *out_line, size_t cap) {
+  const hello_backend *h = backend;
+  if (h->n_rms_norm)
+    snprintf(out_line, cap, "rms_norm f64 sums: %u node%s", h->n_rms_norm, h->n_rms_norm == 1 ? "" : "s");
   return NULL;
 }
 
@@ -170,4 +192,6 @@ const kiln_backend_ops kiln_backend_entry = {
     .prepare = hello_prepare,
     .run = hello_run,
     .sync = hello_sync,
+    .probe_parallel = NULL,
+    .describe_modes = hello_describe_modes,
 };

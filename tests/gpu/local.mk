@@ -208,6 +208,17 @@ tests_unit_test_cuda_templates_CFLAGS = $(TEST_CFLAGS) -I$(top_srcdir)/core/src
 tests_unit_test_cuda_templates_LDADD = backends/cuda-common/libkilncudacommon.la $(TEST_LIBS) \
 	$(NVRTC_LIBS)
 
+# Which GEMM each batched MUL_MAT takes on devices of compute capability
+# 7.5 to 12.0, and the describe_modes line that counts them: no device.
+check_PROGRAMS += tests/unit/test_cuda_gemm_modes
+TESTS += tests/unit/test_cuda_gemm_modes
+tests_unit_test_cuda_gemm_modes_SOURCES = tests/unit/test_cuda_gemm_modes.c
+tests_unit_test_cuda_gemm_modes_CPPFLAGS = $(AM_CPPFLAGS) $(CUDA_CPPFLAGS) \
+	-I$(top_srcdir)/backends/cuda-common
+tests_unit_test_cuda_gemm_modes_CFLAGS = $(TEST_CFLAGS)
+tests_unit_test_cuda_gemm_modes_LDADD = backends/cuda-common/libkilncudacommon.la $(TEST_LIBS) \
+	$(NVRTC_LIBS)
+
 check_PROGRAMS += tests/unit/test_cuda_qwen35
 TESTS += tests/unit/test_cuda_qwen35
 tests_unit_test_cuda_qwen35_SOURCES = tests/unit/test_cuda_qwen35.c \

@@ -17,7 +17,8 @@
  *     rounding is there, so it is not bf16x3 that ran), and bf16x3's
  *     converted activations (q16mma's quantized ones) reused by the next
  *     GEMM of the same input but not after a node rewrites it, nor by a
- *     GEMM of the other form;
+ *     GEMM of the other form; describe_modes under q16mma counting a Q4_K
+ *     GEMM (K = 256) as q16mma and an F16 one as its bf16x3 fallback;
  *   - attention whose raw q.k reaches 115200 (finite, equal to cpu's),
  *     and random GQA attention at several head sizes;
  *   - RoPE NORM / NEOX (partial rotation too), GET_ROWS of every type
@@ -476,6 +477,74 @@ static void test_gemm_input_reuse(void **state) {
   assert_int_equal(bad, 0);
 }
 
+/* describe_modes (kiln/plugin.h) on every flavor with gemm = q16mma, after
+ * one step of two batched GEMMs: a Q4_K weight of K = 256 (mmq takes it)
+ * and an F16 one (mmq has no F16 decoder: bf16x3). The line must count
+ * the Q4_K GEMM as q16mma and the F16 one as bf16x3, so it tells q16mma
+ * from its fallback on the device; below compute capability 8.0 both
+ * take f32, which it must say. cuda-serial has no GEMM: "". */
+static void test_describe_modes(void **state) {
+  enum { K = 256, N = 64, T = 5, CAP = 8 };
+  const kiln_config_override ov[] = {{"cuda-batched", "gemm", "q16mma", "test"},
+                                     {"cuda-cc120", "gemm", "q16mma", "test"}};
+  kiln_runtime *rt = kg_runtime_mode("f32", true, ov, 2);
+  kg_graph g;
+  memset(&g, 0, sizeof g);
+  kg_rng r = kg_rng_new(31);
+  uint8_t *w0 = kg_pack_weight(KILN_TYPE_Q4_K, K, N, 0, 0, &r);
+  uint8_t *w1 = kg_pack_weight(KILN_TYPE_F16, K, N, 0, 0, &r);
+  float *x = kg_alloc(sizeof(float) * K * CAP);
+  kg_fill(&r, x, K * CAP, -1, 1);
+  g.t[0] = kg_tensor(0, KILN_TYPE_Q4_K, KILN_ROLE_WEIGHT, K, N, 0, "blk.0.attn_q.weight");
+  g.data[0] = w0;
+  g.t[1] = kg_tensor(1, KILN_TYPE_F16, KILN_ROLE_WEIGHT, K, N, 0, "blk.0.attn_k.weight");
+  g.data[1] = w1;
+  g.t[2] = kg_tensor(2, KILN_TYPE_F32, KILN_ROLE_ACTIVATION, K, CAP, 0, "x");
+  g.data[2] = x;
+  g.t[3] = kg_tensor(3, KILN_TYPE_F32, KILN_ROLE_ACTIVATION, N, CAP, 0, "q");
+  g.t[4] = kg_tensor(4, KILN_TYPE_F32, KILN_ROLE_ACTIVATION, N, CAP, 0, "k");
+  g.n_tensors = 5;
+  kg_graph_node(&g, KILN_OP_MUL_MAT, "blk.0.attn_q", 0, 2, -1, 3);
+  kg_graph_node(&g, KILN_OP_MUL_MAT, "blk.0.attn_k", 1, 2, -1, 4);
+  const int outs[2] = {3, 4};
+  float *got[2] = {kg_alloc(g.t[3].nbytes), kg_alloc(g.t[4].nbytes)};
+  int bad = 0;
+  for (int b = 0; b < KG_N_BACKENDS; b++) {
+    kiln_backend *be = kg_backend_open(rt, kg_backends[b]);
+    kiln_status st = kg_run_graph(be, &g, T, 0, outs, 2, (void *const *)got);
+    char line[256] = "", want[256] = "";
+    if (!st) st = kiln_backend_describe_modes(be, line, sizeof line);
+    kiln_backend_close(be);
+    if (st) {
+      printf("  FAIL %-12s describe_modes: %s\n", kg_backends[b], kiln_status_message(st));
+      kiln_status_free(st);
+      bad++;
+      continue;
+    }
+    const int cc = device_cc(rt, kg_backends[b]);
+    if (strcmp(kg_backends[b], "cuda-serial") == 0)
+      want[0] = '\0';
+    else if (cc >= 80)
+      snprintf(want, sizeof want,
+               "gemm q16mma: 2 batched GEMMs: 1 q16mma (Q4_K 1), 1 bf16x3 fallback (F16 1: no mmq decoder)");
+    else
+      snprintf(want, sizeof want,
+               "gemm q16mma -> f32 (compute capability %d.%d < 8.0): 2 batched GEMMs: 2 f32 (F16 1, Q4_K 1)",
+               cc / 10, cc % 10);
+    const bool ok = strcmp(line, want) == 0;
+    printf("  %-12s gemm = q16mma, Q4_K and F16 GEMMs (K = %d): \"%s\"%s%s%s\n", kg_backends[b], K, line,
+           ok ? "" : "  FAIL, expected \"", ok ? "" : want, ok ? "" : "\"");
+    bad += !ok;
+  }
+  free(got[0]);
+  free(got[1]);
+  free(x);
+  free(w0);
+  free(w1);
+  kiln_runtime_free(rt);
+  assert_int_equal(bad, 0);
+}
+
 /* ---- ops against the cpu backend --------------------------------------------- */
 
 /* Runs op on cpu (f64) and on every CUDA backend; compares the step's
@@ -823,6 +892,7 @@ int main(void) {
       cmocka_unit_test(test_mul_mat_every_type),
       cmocka_unit_test(test_mul_mat_gemm_modes),
       cmocka_unit_test(test_gemm_input_reuse),
+      cmocka_unit_test(test_describe_modes),
       cmocka_unit_test(test_attention),
       cmocka_unit_test(test_rope_norm_eltwise),
       cmocka_unit_test(test_get_rows),

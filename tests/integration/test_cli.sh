@@ -41,8 +41,8 @@ echo "ok: inspect"
 
 # backends lists cpu and hello
 "$kiln" backends >"$tmp/backends" || fail "backends exited $?"
-grep -q "^cpu .*ABI 2.2" "$tmp/backends" || fail "backends: no cpu"
-grep -q "^hello .*ABI 2.2" "$tmp/backends" || fail "backends: no hello"
+grep -q "^cpu .*ABI 2.3" "$tmp/backends" || fail "backends: no cpu"
+grep -q "^hello .*ABI 2.3" "$tmp/backends" || fail "backends: no hello"
 echo "ok: backends"
 
 # config --keys documents core and plugin sections
@@ -205,6 +205,22 @@ fi
   >"$tmp/out2" 2>"$tmp/err2" || { cat "$tmp/err2"; fail "hello run exited $?"; }
 cmp -s "$tmp/out" "$tmp/out2" || fail "hello+cpu text differs from cpu"
 grep -q "fallback: .* nodes ran on cpu instead of hello" "$tmp/err2" || fail "no fallback summary"
+# the summary says what hello's describe_modes says ran (stories260K: 5
+# layers x 2 RMSNorms and the output norm)
+grep -q "^kiln: backend hello (rms_norm f64 sums: 11 nodes) | " "$tmp/err2" || { cat "$tmp/err2"; fail "no modes in effect in the summary"; }
+"$kiln" parity --config "$KILN_SRCDIR/conf/hello.ini" -m "$models/stories260K.gguf" -p "Once upon a time" \
+  --ref cpu --test hello >"$tmp/par_hello" 2>&1 || { cat "$tmp/par_hello"; fail "hello parity exited $?"; }
+grep -q "^parity: test hello ran rms_norm f64 sums: 11 nodes\$" "$tmp/par_hello" \
+  || { cat "$tmp/par_hello"; fail "parity: no modes in effect for hello"; }
+grep -q "^parity: reference" "$tmp/par_hello" && fail "parity: a modes line for cpu, which has none"
+# run -v says it after the plan; bench puts it in the precision column
+"$kiln" run -v --config "$KILN_SRCDIR/conf/hello.ini" -m "$models/stories260K.gguf" -p "Once upon a time" -n 4 \
+  >/dev/null 2>"$tmp/err_v" || { cat "$tmp/err_v"; fail "hello run -v exited $?"; }
+grep -q "^plan: hello: rms_norm f64 sums: 11 nodes\$" "$tmp/err_v" || { cat "$tmp/err_v"; fail "run -v: no modes line"; }
+"$kiln" bench --config "$KILN_SRCDIR/conf/hello.ini" -m "$models/stories260K.gguf" -p 8 -n 0 -r 1 -o csv \
+  >"$tmp/bench_hello" 2>"$tmp/err_b" || { cat "$tmp/err_b"; fail "hello bench exited $?"; }
+grep -q ',hello,-,"rms_norm f64 sums: 11 nodes",' "$tmp/bench_hello" \
+  || { cat "$tmp/bench_hello"; fail "bench: no modes in the precision column"; }
 echo "ok: hello with fallback = cpu"
 
 # qa: the golden set, 3/3 on cpu

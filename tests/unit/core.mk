@@ -12,7 +12,10 @@ check_LTLIBRARIES += \
 	tests/plugins/kiln-broken-func.la \
 	tests/plugins/kiln-broken-tiny.la \
 	tests/plugins/kiln-broken-misaligned.la \
-	tests/plugins/kiln-broken-oversize.la
+	tests/plugins/kiln-broken-oversize.la \
+	tests/plugins/kiln-modes-23.la \
+	tests/plugins/kiln-modes-22.la \
+	tests/plugins/kiln-modes-23-short.la
 tests_plugins_kiln_noentry_la_SOURCES = tests/plugins/broken_noentry.c
 tests_plugins_kiln_noentry_la_LDFLAGS = $(broken_plugin_ldflags)
 tests_plugins_kiln_broken_abi_la_SOURCES = tests/plugins/broken_abi.c tests/plugins/broken_common.h
@@ -31,6 +34,14 @@ tests_plugins_kiln_broken_misaligned_la_SOURCES = tests/plugins/broken_misaligne
 tests_plugins_kiln_broken_misaligned_la_LDFLAGS = $(broken_plugin_ldflags)
 tests_plugins_kiln_broken_oversize_la_SOURCES = tests/plugins/broken_oversize.c tests/plugins/broken_common.h
 tests_plugins_kiln_broken_oversize_la_LDFLAGS = $(broken_plugin_ldflags)
+# describe_modes (ABI 2.3) across the minor versions: a plugin of 2.3 is
+# asked, one of 2.2 never is, and one claiming 2.3 with 2.2's table is refused.
+tests_plugins_kiln_modes_23_la_SOURCES = tests/plugins/modes_23.c tests/plugins/modes_common.h
+tests_plugins_kiln_modes_23_la_LDFLAGS = $(broken_plugin_ldflags)
+tests_plugins_kiln_modes_22_la_SOURCES = tests/plugins/modes_22.c tests/plugins/modes_common.h
+tests_plugins_kiln_modes_22_la_LDFLAGS = $(broken_plugin_ldflags)
+tests_plugins_kiln_modes_23_short_la_SOURCES = tests/plugins/modes_23_short.c tests/plugins/modes_common.h
+tests_plugins_kiln_modes_23_short_la_LDFLAGS = $(broken_plugin_ldflags)
 
 check_PROGRAMS += tests/unit/test_status tests/unit/test_config tests/unit/test_plugin_loader \
 	tests/unit/test_sampler
@@ -54,6 +65,20 @@ TESTS += tests/unit/test_kv_cache
 tests_unit_test_kv_cache_SOURCES = tests/unit/test_kv_cache.c
 tests_unit_test_kv_cache_CFLAGS = $(TEST_CFLAGS)
 tests_unit_test_kv_cache_LDADD = $(TEST_LIBS)
+
+check_PROGRAMS += tests/unit/test_plan_modes
+TESTS += tests/unit/test_plan_modes
+tests_unit_test_plan_modes_SOURCES = tests/unit/test_plan_modes.c
+tests_unit_test_plan_modes_CFLAGS = $(TEST_CFLAGS)
+tests_unit_test_plan_modes_LDADD = $(TEST_LIBS)
+
+# The CLI's placing of a describe_modes line among the configured modes.
+check_PROGRAMS += tests/unit/test_cli_modes
+TESTS += tests/unit/test_cli_modes
+tests_unit_test_cli_modes_SOURCES = tests/unit/test_cli_modes.c cli/cli_common.c cli/cli_progress.c cli/cli.h
+tests_unit_test_cli_modes_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/cli -DKILN_ABS_BUILDDIR='"$(abs_top_builddir)"'
+tests_unit_test_cli_modes_CFLAGS = $(TEST_CFLAGS)
+tests_unit_test_cli_modes_LDADD = $(TEST_LIBS)
 
 check_PROGRAMS += tests/unit/test_session_numerics tests/unit/test_synth
 TESTS += tests/unit/test_session_numerics tests/unit/test_synth

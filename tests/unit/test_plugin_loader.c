@@ -89,6 +89,53 @@ static void test_entry_symbol_checked(void **state) {
   expect_refused("broken-oversize", KILN_STATUS_ABI, sizes, NULL);
 }
 
+/* describe_modes (ABI 2.3) is asked only of a plugin whose table has it:
+ * the 2.2 plugin's object holds the same function, which must not run. */
+static void open_modes_plugin(const char *name, kiln_plugin **out_p, kiln_config **out_c, kiln_backend **out_b) {
+  KT_ASSERT_OK(kiln_plugin_load(broken_path(name), out_p));
+  KT_ASSERT_OK(kiln_config_new(out_c));
+  KT_ASSERT_OK(kiln_backend_declare_config(*out_p, *out_c));
+  KT_ASSERT_OK(kiln_backend_open(*out_p, *out_c, out_b));
+}
+
+static void close_modes_plugin(kiln_plugin *p, kiln_config *c, kiln_backend *b) {
+  kiln_backend_close(b);
+  kiln_config_free(c);
+  kiln_plugin_unload(p);
+}
+
+static void test_describe_modes_by_minor(void **state) {
+  (void)state;
+  kiln_plugin *p;
+  kiln_config *c;
+  kiln_backend *b;
+  char line[128];
+  open_modes_plugin("modes-23", &p, &c, &b);
+  memset(line, 'x', sizeof line);
+  KT_ASSERT_OK(kiln_backend_describe_modes(b, line, sizeof line));
+  assert_string_equal(line, "widgets exact: 3 of 4 nodes (1 approximate: too wide)");
+  /* cut to cap, NUL included; cap 0 writes nothing */
+  memset(line, 'x', sizeof line);
+  KT_ASSERT_OK(kiln_backend_describe_modes(b, line, 8));
+  assert_string_equal(line, "widgets");
+  assert_int_equal(line[8], 'x');
+  KT_ASSERT_OK(kiln_backend_describe_modes(b, line, 0));
+  assert_int_equal(line[0], 'w');
+  close_modes_plugin(p, c, b);
+
+  open_modes_plugin("modes-22", &p, &c, &b);
+  memset(line, 'x', sizeof line);
+  KT_ASSERT_OK(kiln_backend_describe_modes(b, line, sizeof line));
+  assert_string_equal(line, "");
+  close_modes_plugin(p, c, b);
+
+  char sizes[64];
+  snprintf(sizes, sizeof sizes, "is %zu bytes, ABI %d.3 needs at least %zu", offsetof(kiln_backend_ops, describe_modes),
+           KILN_PLUGIN_ABI_MAJOR,
+           offsetof(kiln_backend_ops, describe_modes) + sizeof(((kiln_backend_ops *)0)->describe_modes));
+  expect_refused("modes-23-short", KILN_STATUS_ABI, sizes, NULL);
+}
+
 static void test_not_a_shared_object(void **state) {
   (void)state;
   char *dir = kt_mkdtemp("plugin");
@@ -124,6 +171,7 @@ int main(void) {
       cmocka_unit_test(test_short_ops_table),
       cmocka_unit_test(test_name_must_match_file),
       cmocka_unit_test(test_entry_symbol_checked),
+      cmocka_unit_test(test_describe_modes_by_minor),
       cmocka_unit_test(test_not_a_shared_object),
       cmocka_unit_test(test_valid_plugin_loads),
   };

@@ -90,6 +90,14 @@ typedef struct kiln_backend {
 kiln_status kiln_backend_open(kiln_plugin *p, const kiln_config *c, kiln_backend **out_backend);
 void kiln_backend_close(kiln_backend *b);
 
+/* The backend's describe_modes line (kiln/plugin.h): the numeric modes in
+ * effect for the nodes prepared on it, into out_line (cap bytes, NUL
+ * included; cap 0 writes nothing). "" when its plugin has no
+ * describe_modes (or was built for ABI 2.2 or older) or nothing to say.
+ * Errors are the plugin's, annotated with the backend's name; out_line is
+ * "" then. */
+kiln_status kiln_backend_describe_modes(kiln_backend *b, char *out_line, size_t cap);
+
 /* Declares p's config section in c if it is not declared yet. */
 kiln_status kiln_backend_declare_config(kiln_plugin *p, kiln_config *c);
 

@@ -64,6 +64,11 @@ typedef struct kiln_parity_report {
   size_t n_fail;
   long first_fail;       /* row index, -1 when all pass */
   char ref_name[64], test_name[64];
+  /* The modes in effect on each side's backend, its plugin's words
+   * (kiln_plan_describe_modes): "gemm q16mma: 198 batched GEMMs: 196
+   * q16mma (Q4_K 196), 2 bf16x3 fallback (F16 2: no mmq decoder)"; ""
+   * when it has nothing to say (cut to 255 bytes). */
+  char ref_modes[256], test_modes[256];
   kiln_parity_options opt; /* with defaults filled in */
   char **node_names;     /* owned */
   uint32_t n_nodes;
@@ -78,7 +83,10 @@ kiln_status kiln_parity_run(kiln_runtime *rt, const kiln_model *m, const int32_t
 void kiln_parity_report_free(kiln_parity_report *r);
 
 /* The terminal table: per node, its worst position (all positions with
- * `all_positions`), token texts from v (may be NULL), and the verdict. */
+ * `all_positions`), token texts from v (may be NULL), and the verdict;
+ * after its header, a line per side whose modes in effect say more than
+ * its configuration ("parity: test cuda-batched[gemm=q16mma] ran gemm
+ * q16mma: ..."). */
 void kiln_parity_print(const kiln_parity_report *r, const kiln_vocab *v, bool all_positions, FILE *out);
 
 /* One line per (node, position): node,op,pos,token,cos,norm_ratio,rel_l2,max_abs,finite,pass. */

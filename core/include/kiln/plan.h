@@ -131,6 +131,18 @@ const kiln_graph *kiln_plan_graph(const kiln_plan *p);
 const char *kiln_plan_node_backend(const kiln_plan *p, uint32_t i);
 const char *kiln_plan_backend_name(const kiln_plan *p);
 
+/* The numeric modes in effect on the plan's backend named `backend` (NULL:
+ * the configured one, kiln_plan_backend_name), as its plugin's
+ * describe_modes says them after every node is prepared (kiln/plugin.h):
+ * one line into out_line, cap bytes with its NUL (cap 0 writes nothing),
+ * e.g. "gemm q16mma: 198 batched GEMMs: 196 q16mma (Q4_K 168, Q6_K 28),
+ * 2 bf16x3 fallback (F16 2: no mmq decoder)"; "" when the plugin has nothing to say or no describe_modes. Runs
+ * kiln_plan_preload() first if it has not run (its errors). Errors:
+ * KILN_STATUS_NOT_FOUND when no backend of the plan has that name (the
+ * cpu of a fallback is opened only when some node fell back); the
+ * plugin's, annotated with its name. out_line is "" on every error. */
+kiln_status kiln_plan_describe_modes(kiln_plan *p, const char *backend, char *out_line, size_t cap);
+
 uint32_t kiln_plan_n_fallbacks(const kiln_plan *p);
 const kiln_fallback *kiln_plan_fallback(const kiln_plan *p, uint32_t i);
 /* "fallback: 12 of 58 nodes ran on cpu" and one line per node with cause. */

@@ -39,8 +39,9 @@ extern "C" {
 #define KILN_PLUGIN_ABI_MAJOR 2
 /* 2.1: probe_parallel. 2.2: MUL_MAT nodes carry p.mul_mat (kiln/graph.h),
  * a member of the node's parameter union that adds no bytes: a host of 2.1
- * leaves it zero, and a plugin of 2.1 does not read it. */
-#define KILN_PLUGIN_ABI_MINOR 2
+ * leaves it zero, and a plugin of 2.1 does not read it. 2.3:
+ * describe_modes. */
+#define KILN_PLUGIN_ABI_MINOR 3
 #define KILN_PLUGIN_ENTRY_SYMBOL "kiln_backend_entry"
 
 typedef enum kiln_log_level {
@@ -175,6 +176,25 @@ typedef struct kiln_backend_ops {
    * library's version, the devices) or why not ("no libnccl.so.2", "1 CUDA
    * device"). Fails only on the plugin's own errors. */
   kiln_status (*probe_parallel)(void *plugin, const kiln_config_section *cfg, char *out_line, size_t cap);
+
+  /* ABI 2.3. Optional (NULL: nothing to say beyond the configuration).
+   * After prepare() has run on the plan's nodes: one line, at most cap
+   * bytes with its NUL (cap >= 1; a longer line is cut), on the numeric
+   * modes that actually run, counted over the prepared nodes, saying where
+   * a node or the device made them differ from the configured ones. It is
+   * made of items separated by "; ", each beginning with the name of the
+   * config key it stands for (or, for a mode without one, of what it
+   * describes: hello's "rms_norm f64 sums: 11 nodes") and a space, so that
+   * a caller printing the configured modes can show an item in place of
+   * its key's value:
+   *
+   *   "gemm q16mma: 198 batched GEMMs: 196 q16mma (Q4_K 168, Q6_K 28), 2 bf16x3 fallback (F16 2: no mmq decoder)"
+   *   "gemm fp8 -> bf16x3 (compute capability 8.6 < 9.0): 198 batched GEMMs: 198 bf16x3 (Q4_K 170, Q6_K 28)"
+   *
+   * "" when there is nothing to say. Counts cover the nodes prepared on
+   * this backend instance since open(). Fails only on the plugin's own
+   * errors. Reached through kiln_plan_describe_modes (kiln/plan.h). */
+  kiln_status (*describe_modes)(void *backend, char *out_line, size_t cap);
 } kiln_backend_ops;
 
 #ifdef __cplusplus

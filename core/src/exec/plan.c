@@ -517,6 +517,18 @@ const char *kiln_plan_node_backend(const kiln_plan *p, uint32_t i) {
   return p->backends[p->node_backend[i]]->name;
 }
 const char *kiln_plan_backend_name(const kiln_plan *p) { return p->backends[0]->name; }
+
+kiln_status kiln_plan_describe_modes(kiln_plan *p, const char *backend, char *out_line, size_t cap) {
+  if (cap) out_line[0] = '\0';
+  KILN_RETURN_IF_ERROR(kiln_plan_preload(p));
+  const char *name = backend ? backend : p->backends[0]->name;
+  for (uint32_t i = 0; i < p->n_backends; i++)
+    if (strcmp(p->backends[i]->name, name) == 0) return kiln_backend_describe_modes(p->backends[i], out_line, cap);
+  const bool two = p->n_backends > 1;
+  return kiln_status_new(KILN_STATUS_NOT_FOUND, "the plan has no backend %s (it runs on %s%s%s)", name,
+                         p->backends[0]->name, two ? " and " : "", two ? p->backends[1]->name : "");
+}
+
 uint32_t kiln_plan_n_fallbacks(const kiln_plan *p) { return p->n_fallbacks; }
 const kiln_fallback *kiln_plan_fallback(const kiln_plan *p, uint32_t i) { return &p->fallbacks[i]; }
 

@@ -27,7 +27,9 @@ struct kiln_plugin {
  * as it ended in that minor. */
 static size_t required_size(uint32_t minor) {
   if (minor == 0) return offsetof(kiln_backend_ops, sync) + sizeof(((kiln_backend_ops *)0)->sync);
-  return offsetof(kiln_backend_ops, probe_parallel) + sizeof(((kiln_backend_ops *)0)->probe_parallel);
+  if (minor < 3) /* 2.2 added no bytes */
+    return offsetof(kiln_backend_ops, probe_parallel) + sizeof(((kiln_backend_ops *)0)->probe_parallel);
+  return offsetof(kiln_backend_ops, describe_modes) + sizeof(((kiln_backend_ops *)0)->describe_modes);
 }
 
 /* "kiln-cuda-serial.so" -> "cuda-serial"; NULL when the name has another shape. */
@@ -245,6 +247,17 @@ kiln_status kiln_backend_open(kiln_plugin *p, const kiln_config *c, kiln_backend
   b->name = p->entry->name;
   *out_backend = b;
   return NULL;
+}
+
+kiln_status kiln_backend_describe_modes(kiln_backend *b, char *out_line, size_t cap) {
+  if (!cap) return NULL;
+  out_line[0] = '\0';
+  /* a plugin of 2.2 or older has no such field: its table may end before it */
+  if (b->ops->abi_minor < 3 || !b->ops->describe_modes) return NULL;
+  kiln_status st = b->ops->describe_modes(b->ctx, out_line, cap);
+  out_line[cap - 1] = '\0'; /* whatever the plugin wrote, a string */
+  if (st) out_line[0] = '\0';
+  return kiln_status_annotate(st, "backend %s: describe_modes", b->name);
 }
 
 void kiln_backend_close(kiln_backend *b) {

@@ -43,11 +43,12 @@ static void capture_free(capture *c) {
 }
 
 /* Runs one side over ids and fills cap (per_op: every node; else the
- * logits node alone). */
+ * logits node alone), the side's name and the modes in effect on its
+ * backend (kiln_plan_describe_modes). */
 static kiln_status run_side(kiln_runtime *rt, const kiln_model *m, const int32_t *ids, size_t n,
                             const kiln_parity_side *side, const kiln_parity_options *o, capture *cap,
                             char names_out[][KILN_NAME_MAX], const char **ops_out, char *backend_name,
-                            size_t name_cap) {
+                            size_t name_cap, char *modes, size_t modes_cap) {
   kiln_session *s;
   kiln_session_options so = {side->backend, 0, o->batch, -1, side->eps_override, side->overrides, side->n_overrides};
   KILN_RETURN_IF_ERROR(kiln_session_open(rt, m, &so, &s));
@@ -102,6 +103,7 @@ static kiln_status run_side(kiln_runtime *rt, const kiln_model *m, const int32_t
     if (!cap->out[li]) st = kiln_status_new(KILN_STATUS_NO_MEMORY, "parity logits");
     if (!st) st = kiln_session_eval(s, ids, (int32_t)n, NULL, cap->out[li]);
   }
+  if (!st) st = kiln_plan_describe_modes(p, NULL, modes, modes_cap);
   kiln_session_free(s);
   return st;
 }
@@ -146,14 +148,16 @@ kiln_status kiln_parity_run(kiln_runtime *rt, const kiln_model *m, const int32_t
   capture ref = {0}, test = {0};
   char(*names)[KILN_NAME_MAX] = NULL;
   const char **ops = NULL;
-  kiln_status st = run_side(rt, m, ids, n, &opt->ref, opt, &ref, NULL, NULL, r->ref_name, sizeof r->ref_name);
+  kiln_status st = run_side(rt, m, ids, n, &opt->ref, opt, &ref, NULL, NULL, r->ref_name, sizeof r->ref_name,
+                            r->ref_modes, sizeof r->ref_modes);
   if (!st) {
     names = calloc(ref.n_nodes, sizeof *names);
     ops = calloc(ref.n_nodes, sizeof *ops);
     if (!names || !ops) st = kiln_status_new(KILN_STATUS_NO_MEMORY, "parity names");
   }
   if (!st)
-    st = run_side(rt, m, ids, n, &opt->test, opt, &test, names, ops, r->test_name, sizeof r->test_name);
+    st = run_side(rt, m, ids, n, &opt->test, opt, &test, names, ops, r->test_name, sizeof r->test_name,
+                  r->test_modes, sizeof r->test_modes);
   if (!st) {
     r->n_nodes = ref.n_nodes;
     r->node_names = calloc(ref.n_nodes, sizeof *r->node_names);
@@ -229,6 +233,9 @@ void kiln_parity_print(const kiln_parity_report *r, const kiln_vocab *v, bool al
   fprintf(out, "parity: test %s against reference %s; pass = finite, |norm ratio - 1| <= %g, rel L2 <= %g, "
                "cosine >= %g\n",
           r->test_name, r->ref_name, r->opt.max_norm_dev, r->opt.max_rel_l2, r->opt.min_cos);
+  /* what ran where it differs from the configuration (describe_modes) */
+  if (r->test_modes[0]) fprintf(out, "parity: test %s ran %s\n", r->test_name, r->test_modes);
+  if (r->ref_modes[0]) fprintf(out, "parity: reference %s ran %s\n", r->ref_name, r->ref_modes);
   fprintf(out, "%-22s %5s %-14s %10s %12s %10s %10s  %s\n", "node", "pos", "token", "cosine", "norm ratio",
           "rel L2", "max abs", all_positions ? "" : "(worst position)");
   for (size_t i = 0; i < r->n_rows;) {
