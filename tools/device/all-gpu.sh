@@ -66,14 +66,20 @@ gpu_rc=$?
 grep -E '^(== built|== tests done)' "$work/gpu.log" | tee -a "$summary"
 grep -E '^(PASS|FAIL|SKIP|ERROR|XFAIL|XPASS):' "$work/check.log" 2>/dev/null | tee -a "$summary"
 save_logs() { # what has come so far, into $out at once: a later stage may be cut short
-  for f in "$work"/tests_gpu_*.log "$work"/tests_unit_test_cuda*.log "$work"/tests_unit_test_kcache_guard*.log; do
-    [ -f "$f" ] && { echo "######## $(basename "$f")"; cat "$f"; }
+  # The suites' logs from the build tree itself: on-device-gpu.sh copies
+  # them only when make check ends, and SUITES_TIMEOUT may kill it first
+  # (2026-12-07: a FAIL whose log never came back).
+  for f in /tmp/kiln-build/tests/gpu/*.log /tmp/kiln-build/tests/unit/test_cuda*.log \
+    /tmp/kiln-build/tests/unit/test_kcache_guard*.log; do
+    [ -f "$f" ] && [ "$(basename "$f")" != test-suite.log ] && { echo "######## $f"; cat "$f"; }
   done > "$out/tests.log"
   cp "$work/make.log" "$out/build.log" 2> /dev/null
   cp "$work/sanitize.log" "$out/sanitize.log" 2> /dev/null
   cp "$work/sanitize-lines.txt" "$out/sanitize-lines.txt" 2> /dev/null
 }
 save_logs
+# the failing cases themselves, where the summary is all that comes back
+grep -E '^ *(FAIL|ERROR)|NOT REFUSED|\[  FAILED  \]' "$out/tests.log" | head -20 | tee -a "$summary"
 B=/tmp/kiln-build
 export LD_LIBRARY_PATH=/usr/local/cuda/lib64:/tmp/sysroot/usr/lib/x86_64-linux-gnu:${LD_LIBRARY_PATH:-}
 if [ "${SANITIZE:-1}" = 1 ] && [ -x $B/cli/kiln ]; then
