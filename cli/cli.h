@@ -114,8 +114,10 @@ int cli_usage_error(const char *cmd, const char *fmt, ...) __attribute__((format
 const char *cli_numerics(const kiln_runtime *rt, const char *backend, kiln_plan *plan, char *buf,
                          size_t size);
 
-/* kiln_plan_describe_modes(plan, backend) into line (cap bytes); on an
- * error, a warning on stderr and "". */
+/* kiln_plan_describe_modes(plan, backend) into line (cap bytes; a line
+ * that fills it ends in "...", so a cut is seen); on an error, a warning
+ * on stderr and "". CLI_MODES_MAX is the callers' cap. */
+#define CLI_MODES_MAX 512
 void cli_plan_modes(kiln_plan *plan, const char *backend, char *line, size_t cap);
 /* The item of a describe_modes line (items separated by "; ") that begins
  * with key and a space: its start, its length in *out_len; NULL when none. */

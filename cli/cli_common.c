@@ -135,7 +135,11 @@ int cli_exit(const cli_common *c, kiln_status st) {
 
 void cli_plan_modes(kiln_plan *plan, const char *backend, char *line, size_t cap) {
   kiln_status st = kiln_plan_describe_modes(plan, backend, line, cap);
-  if (!st) return;
+  if (!st) {
+    const size_t n = strlen(line);
+    if (cap >= 4 && n == cap - 1) memcpy(line + n - 3, "...", 3);
+    return;
+  }
   /* the summary goes on without it, said */
   const char *msg = kiln_status_message(st);
   fputs("kiln: warning: ", stderr);
@@ -193,7 +197,7 @@ const char *cli_numerics(const kiln_runtime *rt, const char *backend, kiln_plan 
   }
   /* The plan's matvecs, and those a recurrent state reads (kiln/graph.h). */
   uint32_t n_mm = 0, n_feed = 0;
-  char line[256] = "";
+  char line[CLI_MODES_MAX] = "";
   if (plan) {
     const kiln_graph *g = kiln_plan_graph(plan);
     for (uint32_t i = 0; i < kiln_graph_n_nodes(g); i++) {

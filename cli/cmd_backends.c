@@ -9,7 +9,7 @@
 #include "kiln/escape.h"
 
 static void usage(FILE *out) {
-  fputs("usage: kiln backends [-c CONFIG]\n"
+  fputs("usage: kiln backends [--config FILE]\n"
         "\n"
         "Lists the backend plugins (kiln-<name>.so) on the plugin search path: the\n"
         "ABI each was built for, whether its hardware is present (device, compute\n"
@@ -76,7 +76,8 @@ int cmd_backends(int argc, char **argv) {
   cli_common cc = {.cmd = "backends"};
   int opt;
   optind = 1;
-  while ((opt = getopt_long(argc, argv, "c:h", longopts, NULL)) != -1) {
+  /* --config alone: -c is the context size in every other command */
+  while ((opt = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
     if (opt == 'c') cc.config_path = optarg;
     else if (opt == 'h') {
       usage(stdout);

@@ -199,7 +199,7 @@ static int32_t threads_of(const kiln_config *cfg, const char *backend) {
 typedef struct bench_info {
   const char *model, *backend;
   const char *kv; /* [kv_cache] type: llama-bench's type_k and type_v */
-  char precision[384];
+  char precision[640];
   int32_t threads, batch, depth, reps;
 } bench_info;
 
@@ -352,7 +352,7 @@ int cmd_bench(int argc, char **argv) {
                      kiln_config_get_str(kiln_config_section_get(cfg, "kv_cache"), "type"), "",
                      threads_of(cfg, kiln_plan_backend_name(plan)), kiln_graph_batch(kiln_plan_graph(plan)), depth,
                      reps};
-    char line[256];
+    char line[CLI_MODES_MAX];
     cli_plan_modes(plan, NULL, line, sizeof line);
     precision_of(cfg, in.backend, line, in.precision, sizeof in.precision);
     guard_of(cfg, in.backend, kiln_plan_graph(plan), in.precision, sizeof in.precision);

@@ -113,7 +113,7 @@ static int run_once(cli_common *cc, const run_args *a, kiln_runtime *rt, kiln_mo
     fprintf(stderr, "plan: %u nodes on %s, n_ctx %d\n", kiln_graph_n_nodes(kiln_plan_graph(plan)),
             kiln_plan_backend_name(plan), kiln_session_n_ctx(session));
     /* what the backend made of its configuration, node by node */
-    char line[256];
+    char line[CLI_MODES_MAX];
     cli_plan_modes(plan, NULL, line, sizeof line);
     if (line[0]) fprintf(stderr, "plan: %s: %s\n", kiln_plan_backend_name(plan), line);
   }

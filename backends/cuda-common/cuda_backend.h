@@ -296,12 +296,20 @@ unsigned kiln_cuda_gemm_terms(kiln_cuda_gemm_mode g);
 
 #define KILN_CUDA_GEMM_MODES 6 /* one past KILN_CUDA_GEMM_FP8 */
 
+/* A list-valued key's value, "N,N,...": up to n_max decimal numbers of
+ * at most KILN_CUDA_LIST_MAX each, separated by single commas, nothing
+ * else (no sign, space or trailing text: the config reader has trimmed the
+ * value). Returns how many were read into out, or -1 for anything else
+ * (config_list.c). */
+#define KILN_CUDA_LIST_MAX 1000000u
+int kiln_cuda_parse_uints(const char *s, uint32_t *out, int n_max);
+
 /* The compute capability (major) mode g's tensor-core path needs: 9 for
- * fp8 (cuBLASLt's per-row FP8 scale vectors), 8 for bf16, bf16x3 and
- * q16mma (bf16 and int8 mma), 0 for f32 and tf32 (tf32 runs on the f32
- * path below 8.0: cuBLAS's choice); the tensor cores' name for a warning
- * ("" for 0); and the mode g takes on a device below it: fp8 -> bf16x3,
- * the 16-bit and int8 modes -> f32. */
+ * fp8 (cuBLASLt's per-row FP8 scale vectors), 8 for tf32, bf16, bf16x3
+ * and q16mma (TF32, bf16 and int8 mma; below 8.0 cuBLAS would run tf32 on
+ * CUDA cores in f32, so it is reported as f32), 0 for f32; the tensor
+ * cores' name for a warning ("" for 0); and the mode g takes on a device
+ * below it: fp8 -> bf16x3, the others -> f32. */
 int kiln_cuda_gemm_cc_needed(kiln_cuda_gemm_mode g);
 const char *kiln_cuda_gemm_cc_what(kiln_cuda_gemm_mode g);
 kiln_cuda_gemm_mode kiln_cuda_gemm_below(kiln_cuda_gemm_mode g);

@@ -47,7 +47,8 @@
            "accuracy (other weights take bf16x3; half bf16x3's speed on an "  \
            "H100); fp8 takes e4m3 weights and activations with a scale a " \
            "row and a token through cuBLASLt (compute capability 9.0, else "   \
-           "bf16x3; LOWEST accuracy: about 3e-2 relative a GEMM)"}
+           "bf16x3, f32 below 8.0 as every tensor-core mode; LOWEST "       \
+           "accuracy: about 3e-2 relative a GEMM)"}
 
 #define KILN_CUDA_KEY_MMQ_SHAPE                                               \
   {.name = "mmq_shape",                                                       \
@@ -79,7 +80,7 @@
            "Q8_0, Q4_K, Q5_K, Q6_K): f32 = exact, weights dequantized to "    \
            "f32 and multiplied by f32 activations; q16 = activations "        \
            "rounded per 32 "                                                  \
-           "values to 16-bit integers (about 2e-5 relative) for int8 dot "    \
+           "values to 16-bit integers (about 1.5e-5 relative) for int8 dot "  \
            "products, much faster, within parity's default thresholds "      \
            "against cpu:f64; q8 = 8-bit "                                     \
            "activations as llama.cpp's q8_1 (about 4e-3 relative: LOWER "     \

@@ -184,9 +184,9 @@ static kiln_status read_config(kiln_cuda_backend *be, const kiln_config_section 
                                                     : 3; /* bulk: the key's choices */
     const char *sh = host->cfg_str(cfg, "matvec_shape");
     if (sh && strcmp(sh, "auto") != 0) {
-      unsigned w = 0, k = 0, r = 0, g = 1, s = 0;
-      char tail = 0;
-      const int n = sscanf(sh, "%u,%u,%u,%u,%u%c", &w, &k, &r, &g, &s, &tail);
+      uint32_t v[5] = {0, 0, 0, 1, 0};
+      const int n = kiln_cuda_parse_uints(sh, v, 5);
+      const uint32_t w = v[0], k = v[1], r = v[2], g = v[3], s = v[4];
       if ((n != 3 && n != 4 && n != 5) || w < 1 || w > 32 || k < 1 || w % k != 0 || r < 1 ||
           r > 8 || g < 1 || g > 64 || s == 1 || s > 16 || (s && g != 1))
         return host->status_new(KILN_STATUS_INVALID_ARGUMENT,
@@ -221,8 +221,9 @@ static kiln_status read_config(kiln_cuda_backend *be, const kiln_config_section 
   be->gemm = fl->has_gemm_keys ? KILN_CUDA_GEMM_BF16X3 : KILN_CUDA_GEMM_F32;
   be->scratch_cap = (uint64_t)256 << 20;
   /* mmq's tile (gemm = q16mma): 128 weight rows by 64 tokens, 4 warps of
-   * 32 x 64 outputs each; 42 KiB of shared memory, 133 (Q4_K) and 156
-   * (Q6_K) registers (ptxas, sm_90). Not tuned on a device yet. */
+   * 32 x 64 outputs each, no prefetch; 42 KiB of shared memory, 161 (Q4_K)
+   * and 156 (Q6_K) registers (ptxas, sm_90). Swept on an H100 (perf-notes
+   * v10): no shape moved pp512 by more than 10 %. */
   be->mmq_shape = (kiln_cuda_mmq_shape){128, 64, 4, 0};
   if (fl->has_gemm_keys && cfg) {
     const char *g = host->cfg_str(cfg, "gemm");
@@ -238,10 +239,9 @@ static kiln_status read_config(kiln_cuda_backend *be, const kiln_config_section 
     be->scratch_cap = (uint64_t)host->cfg_int(cfg, "gemm_scratch_mib") << 20;
     const char *ms = host->cfg_str(cfg, "mmq_shape");
     if (ms && strcmp(ms, "auto") != 0) {
-      unsigned tm = 0, tn = 0, wp = 0, pf = 0;
-      char tail = 0;
-      const int n = sscanf(ms, "%u,%u,%u,%u%c", &tm, &tn, &wp, &pf, &tail);
-      const kiln_cuda_mmq_shape s = {tm, tn, wp, pf};
+      uint32_t v[4] = {0, 0, 0, 0};
+      const int n = kiln_cuda_parse_uints(ms, v, 4);
+      const kiln_cuda_mmq_shape s = {v[0], v[1], v[2], v[3]};
       if ((n != 3 && n != 4) || !kiln_cuda_mmq_shape_ok(&s, KILN_CUDA_QUANT_Q16))
         return host->status_new(KILN_STATUS_INVALID_ARGUMENT,
                                 "[%s] mmq_shape = %s is not auto or TILE_M,TILE_N,WARPS[,PREFETCH] "

@@ -2,7 +2,7 @@
  * GEMM each batched MUL_MAT takes, and the line that says so
  * (describe_modes). Two steps lead from [<plugin>] gemm to a node's GEMM:
  * the device (open() runs kiln_cuda_gemm_on_device: fp8 needs compute
- * capability 9.0, the bf16 and int8 tensor-core modes 8.0), then the node
+ * capability 9.0, the tf32, bf16 and int8 tensor-core modes 8.0), then the node
  * (prepare() runs kiln_cuda_gemm_of_node: q16mma's mmq takes only the
  * weights it has a decoder for, with K in whole 128s; the rest take
  * bf16x3). prepare() keeps each node's answer in its state, the run path
@@ -46,8 +46,9 @@ unsigned kiln_cuda_gemm_terms(kiln_cuda_gemm_mode g) {
 int kiln_cuda_gemm_cc_needed(kiln_cuda_gemm_mode g) {
   switch (g) {
   case KILN_CUDA_GEMM_FP8: return 9;
-  case KILN_CUDA_GEMM_BF16: case KILN_CUDA_GEMM_BF16X3: case KILN_CUDA_GEMM_Q16MMA: return 8;
-  case KILN_CUDA_GEMM_F32: case KILN_CUDA_GEMM_TF32: return 0;
+  case KILN_CUDA_GEMM_BF16: case KILN_CUDA_GEMM_BF16X3: case KILN_CUDA_GEMM_Q16MMA:
+  case KILN_CUDA_GEMM_TF32: return 8;
+  case KILN_CUDA_GEMM_F32: return 0;
   }
   return 0;
 }
@@ -57,7 +58,8 @@ const char *kiln_cuda_gemm_cc_what(kiln_cuda_gemm_mode g) {
   case KILN_CUDA_GEMM_FP8: return "FP8 tensor cores with per-row scale vectors in cuBLASLt";
   case KILN_CUDA_GEMM_Q16MMA: return "int8 tensor cores";
   case KILN_CUDA_GEMM_BF16: case KILN_CUDA_GEMM_BF16X3: return "bf16 tensor cores";
-  case KILN_CUDA_GEMM_F32: case KILN_CUDA_GEMM_TF32: return "";
+  case KILN_CUDA_GEMM_TF32: return "TF32 tensor cores";
+  case KILN_CUDA_GEMM_F32: return "";
   }
   return "";
 }

@@ -117,6 +117,7 @@ backends_cuda_common_libkilncudacommon_la_SOURCES = \
 	backends/cuda-common/cuda_profile.c \
 	backends/cuda-common/cuda_gemm.c \
 	backends/cuda-common/gemm_choice.c \
+	backends/cuda-common/config_list.c \
 	backends/cuda-common/cuda_mmq.c \
 	backends/cuda-common/cuda_gemm_fp8.c
 backends_cuda_common_libkilncudacommon_la_CPPFLAGS = $(AM_CPPFLAGS) $(CUDA_CPPFLAGS) \

@@ -3,7 +3,8 @@
  * 8.6, 9.0 and 12.0 (kiln_cuda_gemm_on_device), then per weight type and
  * K under q16mma (kiln_cuda_gemm_of_node), and the describe_modes line
  * that counts them, so `kiln run` and `kiln bench` can say that 2 of 198
- * GEMMs took bf16x3 where q16mma was asked. No device, no CUDA call. */
+ * GEMMs took bf16x3 where q16mma was asked; and the strict reading of the
+ * list-valued keys (matvec_shape, mmq_shape). No device, no CUDA call. */
 #include "config.h"
 
 #include <setjmp.h>
@@ -55,13 +56,15 @@ static void test_device_fallbacks(void **state) {
   assert_int_equal(kiln_cuda_gemm_on_device(KILN_CUDA_GEMM_Q16MMA, 8), KILN_CUDA_GEMM_Q16MMA);
   assert_int_equal(kiln_cuda_gemm_on_device(KILN_CUDA_GEMM_BF16X3, 8), KILN_CUDA_GEMM_BF16X3);
   assert_int_equal(kiln_cuda_gemm_on_device(KILN_CUDA_GEMM_BF16, 8), KILN_CUDA_GEMM_BF16);
-  /* 7.5 (Turing, no bf16 or int8 mma.sync): every tensor-core mode to f32,
-   * fp8 through bf16x3; tf32 stays (cuBLAS's to run on CUDA cores) */
+  /* 7.5 (Turing, no bf16, tf32 or int8 mma.sync): every tensor-core mode
+   * to f32, fp8 through bf16x3; tf32 too (cuBLAS would run it on CUDA
+   * cores in f32, and the modes line must say f32) */
   assert_int_equal(kiln_cuda_gemm_on_device(KILN_CUDA_GEMM_FP8, 7), KILN_CUDA_GEMM_F32);
   assert_int_equal(kiln_cuda_gemm_on_device(KILN_CUDA_GEMM_Q16MMA, 7), KILN_CUDA_GEMM_F32);
   assert_int_equal(kiln_cuda_gemm_on_device(KILN_CUDA_GEMM_BF16X3, 7), KILN_CUDA_GEMM_F32);
   assert_int_equal(kiln_cuda_gemm_on_device(KILN_CUDA_GEMM_BF16, 7), KILN_CUDA_GEMM_F32);
-  assert_int_equal(kiln_cuda_gemm_on_device(KILN_CUDA_GEMM_TF32, 7), KILN_CUDA_GEMM_TF32);
+  assert_int_equal(kiln_cuda_gemm_on_device(KILN_CUDA_GEMM_TF32, 7), KILN_CUDA_GEMM_F32);
+  assert_int_equal(kiln_cuda_gemm_on_device(KILN_CUDA_GEMM_TF32, 8), KILN_CUDA_GEMM_TF32);
   assert_int_equal(kiln_cuda_gemm_on_device(KILN_CUDA_GEMM_F32, 7), KILN_CUDA_GEMM_F32);
 }
 
@@ -178,11 +181,42 @@ static void test_line(void **state) {
   assert_string_equal(small, "");
 }
 
+/* kiln_cuda_parse_uints: what sscanf's %u let through (a sign that wraps,
+ * text after the last number, overflow) is refused. */
+static void test_parse_uints(void **state) {
+  (void)state;
+  uint32_t v[4];
+  static const struct {
+    const char *s;
+    int n;
+    uint32_t v[4];
+  } good[] = {{"128,64,4", 3, {128, 64, 4}},
+              {"128,64,4,1", 4, {128, 64, 4, 1}},
+              {"0", 1, {0}},
+              {"1000000,1,2", 3, {1000000, 1, 2}},
+              {"007,8", 2, {7, 8}}};
+  for (size_t i = 0; i < sizeof good / sizeof good[0]; i++) {
+    memset(v, 0xAB, sizeof v);
+    const int n = kiln_cuda_parse_uints(good[i].s, v, 4);
+    if (n != good[i].n) fail_msg("\"%s\": %d numbers, want %d", good[i].s, n, good[i].n);
+    for (int j = 0; j < n; j++)
+      if (v[j] != good[i].v[j]) fail_msg("\"%s\"[%d] = %u, want %u", good[i].s, j, v[j], good[i].v[j]);
+  }
+  static const char *const bad[] = {"",       "abc",          "128,64,4x",  "128,64,4,",
+                                    ",128",   "128,,64",      "128;64",     "-4294967168,64,4",
+                                    "+128,64,4", "128,64,-4", "4294967424,64,4", "1000001",
+                                    "128, 64, 4", "128,64,4\t# tab", "1,2,3,4,5", "AUTO"};
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
+    if (kiln_cuda_parse_uints(bad[i], v, 4) != -1) fail_msg("\"%s\" was read", bad[i]);
+  assert_int_equal(kiln_cuda_parse_uints(NULL, v, 4), -1);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_device_fallbacks),
       cmocka_unit_test(test_node_choice),
       cmocka_unit_test(test_line),
+      cmocka_unit_test(test_parse_uints),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
