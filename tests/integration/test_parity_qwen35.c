@@ -22,6 +22,7 @@
 
 #include "kiln/parity.h"
 #include "kiln/synth.h"
+#include "runtime_fixture.h"
 #include "testutil.h"
 
 static char *dir;
@@ -59,15 +60,9 @@ static int setup(void **state) {
   o.vocab_from = vocab;
   o.special_ms = 1e-6;
   o.seed = 35;
-  kiln_status st = kiln_synth_write(&o, path);
-  if (!st) st = kiln_model_open(path, &model);
+  const int rc = kt_synth_open(&o, path, &model);
   free(vocab);
-  if (st) {
-    fprintf(stderr, "%s\n", kiln_status_message(st));
-    kiln_status_free(st);
-    return -1;
-  }
-  return 0;
+  return rc;
 }
 
 static int teardown(void **state) {

@@ -50,14 +50,7 @@ static int setup(void **state) {
   snprintf(path, sizeof path, "%s/qwen35-q8.gguf", dir);
   kiln_synth_options o;
   kt_qwen35_guard_options(&o);
-  kiln_status st = kiln_synth_write(&o, path);
-  if (!st) st = kiln_model_open(path, &model);
-  if (st) {
-    fprintf(stderr, "%s\n", kiln_status_message(st));
-    kiln_status_free(st);
-    return -1;
-  }
-  return 0;
+  return kt_synth_open(&o, path, &model);
 }
 
 static int teardown(void **state) {

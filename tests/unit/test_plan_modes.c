@@ -34,14 +34,7 @@ static int setup(void **state) {
   kiln_synth_defaults(&o, KILN_ARCH_LLAMA);
   o.n_layer = 3;
   o.seed = 11;
-  kiln_status st = kiln_synth_write(&o, path);
-  if (!st) st = kiln_model_open(path, &model);
-  if (st) {
-    fprintf(stderr, "%s\n", kiln_status_message(st));
-    kiln_status_free(st);
-    return -1;
-  }
-  return 0;
+  return kt_synth_open(&o, path, &model);
 }
 
 static int teardown(void **state) {
