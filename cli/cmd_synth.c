@@ -30,6 +30,7 @@ static void usage(FILE *out) {
         "  --vocab N             embedding rows when there is no --vocab-from (default 256)\n"
         "  --vocab-from FILE     copy every tokenizer.* key (vocabulary, merges, template) from FILE\n"
         "  --vocab-rows N        with --vocab-from: token_embd rows, padding past the vocabulary\n"
+        "                        (and the token list, with [PAD<id>] tokens, as llama.cpp's converter)\n"
         "  --special-ms X        CONTROL tokens' embedding rows get exactly mean-square X\n"
         "  --embd-ms X           mean-square of the other rows (default 3e-4)\n"
         "  --seed N              (default 1)\n"

@@ -18,6 +18,7 @@
 #include "kiln/gguf.h"
 #include "kiln/kiln.h"
 #include "kiln/synth.h"
+#include "kiln/tokenizer.h"
 #include "testutil.h"
 
 static void test_one_row_matrices_stay_2d(void **state) {
@@ -94,10 +95,78 @@ static void test_threaded_rows_are_the_sequential_stream(void **state) {
   free(dir);
 }
 
+/* --vocab-rows past the tokenizer pads the token list too, as llama.cpp's
+ * converter pads a checkpoint's (llama.cpp sizes token_embd by the token
+ * count and refused the padded 9B synthetic, 2026-12-07): "[PAD<id>]" of
+ * type UNUSED, every real token and type kept. A SentencePiece vocabulary
+ * (scores) is refused rather than padded wrong. */
+static void test_vocab_rows_pad_the_tokens(void **state) {
+  (void)state;
+  char *dir = kt_mkdtemp("synth-pad");
+  char *vocab = kt_model_path("ggml-vocab-qwen35.gguf");
+  kiln_gguf *v;
+  KT_ASSERT_OK(kiln_gguf_open(vocab, &v));
+  const kiln_gguf_kv *vt, *vty;
+  KT_ASSERT_OK(kiln_gguf_get_arr(v, "tokenizer.ggml.tokens", KILN_GGUF_STRING, &vt));
+  KT_ASSERT_OK(kiln_gguf_get_arr(v, "tokenizer.ggml.token_type", KILN_GGUF_INT32, &vty));
+  const uint32_t n = (uint32_t)vt->n, rows = n + 37;
+  char path[4200];
+  snprintf(path, sizeof path, "%s/pad.gguf", dir);
+  kiln_synth_options o;
+  kiln_synth_defaults(&o, KILN_ARCH_QWEN2);
+  o.n_layer = 1;
+  o.n_embd = 64;
+  o.n_ff = 64;
+  o.vocab_from = vocab;
+  o.vocab_rows = rows;
+  KT_ASSERT_OK(kiln_synth_write(&o, path));
+  kiln_gguf *g;
+  KT_ASSERT_OK(kiln_gguf_open(path, &g));
+  const kiln_gguf_kv *t, *ty;
+  KT_ASSERT_OK(kiln_gguf_get_arr(g, "tokenizer.ggml.tokens", KILN_GGUF_STRING, &t));
+  KT_ASSERT_OK(kiln_gguf_get_arr(g, "tokenizer.ggml.token_type", KILN_GGUF_INT32, &ty));
+  assert_int_equal(t->n, rows);
+  assert_int_equal(ty->n, rows);
+  for (uint32_t i = 0; i < rows; i++) {
+    const kiln_gguf_str got = kiln_gguf_arr_str(g, t, i);
+    if (i < n) {
+      const kiln_gguf_str want = kiln_gguf_arr_str(v, vt, i);
+      if (got.len != want.len || memcmp(got.ptr, want.ptr, want.len) != 0 ||
+          kiln_gguf_arr_i32(ty, i) != kiln_gguf_arr_i32(vty, i))
+        fail_msg("token %u changed", i);
+      continue;
+    }
+    char want[32];
+    snprintf(want, sizeof want, "[PAD%u]", i);
+    if (got.len != strlen(want) || memcmp(got.ptr, want, got.len) != 0)
+      fail_msg("token %u is \"%.*s\", want \"%s\"", i, (int)got.len, got.ptr, want);
+    assert_int_equal(kiln_gguf_arr_i32(ty, i), KILN_TOKEN_UNUSED);
+  }
+  assert_int_equal(kiln_gguf_find_tensor(g, "token_embd.weight")->ne[1], rows);
+  kiln_gguf_close(g);
+  kiln_model *m;
+  KT_ASSERT_OK(kiln_model_open(path, &m));
+  assert_int_equal(kiln_model_hparams(m)->n_vocab, rows);
+  kiln_model_free(m);
+  kiln_gguf_close(v);
+  free(vocab);
+
+  /* stories260K's SentencePiece vocabulary has scores: refused, named */
+  vocab = kt_model_path("stories260K.gguf");
+  kiln_synth_defaults(&o, KILN_ARCH_LLAMA);
+  o.vocab_from = vocab;
+  o.vocab_rows = 600;
+  KT_ASSERT_ERR(kiln_synth_write(&o, path), KILN_STATUS_UNSUPPORTED, "tokenizer.ggml.scores");
+  free(vocab);
+  kt_rm_rf(dir);
+  free(dir);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_one_row_matrices_stay_2d),
       cmocka_unit_test(test_threaded_rows_are_the_sequential_stream),
+      cmocka_unit_test(test_vocab_rows_pad_the_tokens),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -54,7 +54,11 @@ typedef struct kiln_synth_options {
   double special_ms;     /* CONTROL tokens' rows get exactly this mean-square; 0 = like the rest */
   const char *vocab_from; /* GGUF whose tokenizer.* keys are copied; NULL = no vocabulary */
   uint32_t vocab_rows;    /* with vocab_from: token_embd rows, >= its tokens (extra rows pad, as
-                             checkpoints pad theirs: Qwen3.5's 248320); 0 = as many as tokens */
+                             checkpoints pad theirs: Qwen3.5's 248320), and the token list
+                             padded to as many with "[PAD<id>]" of type UNUSED, as llama.cpp's
+                             converter writes them (llama.cpp sizes token_embd by the token
+                             count); KILN_STATUS_UNSUPPORTED for a vocabulary with
+                             tokenizer.ggml.scores; 0 = as many as tokens */
   const char *name;       /* general.name; NULL = "kiln-synth" */
   /* qwen35 only (ignored otherwise), written as llama.cpp's converter
    * writes a Qwen3.5 checkpoint (conversion/qwen.py): */

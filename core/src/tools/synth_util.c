@@ -162,6 +162,43 @@ kiln_status kiln__synth_set_f32(kiln__synth *s, const char *suffix, float v) {
   return kiln_gguf_writer_set_f32(s->w, key, v);
 }
 
+/* The token list padded to `rows` entries, as llama.cpp's converter pads a
+ * checkpoint whose vocab_size exceeds its tokenizer (conversion/base.py:
+ * "[PAD<id>]", type UNUSED), so that llama.cpp, which sizes token_embd by
+ * the token count, loads a file with padded embedding rows. */
+static kiln_status pad_vocab(kiln_gguf_writer *w, const kiln_gguf *g, const kiln_gguf_kv *tokens,
+                             const kiln_gguf_kv *types, uint32_t rows) {
+  const uint64_t n = tokens->n;
+  kiln_gguf_str *strs = calloc(rows, sizeof *strs);
+  int32_t *ty = calloc(rows, sizeof *ty);
+  char *names = calloc(rows - n, 24);
+  kiln_status st = NULL;
+  if (kiln_gguf_find_kv(g, "tokenizer.ggml.scores"))
+    st = kiln_status_new(KILN_STATUS_UNSUPPORTED,
+                         "synth: --vocab-rows past the tokens of a vocabulary with "
+                         "tokenizer.ggml.scores (SentencePiece) is not written; use a BPE "
+                         "vocabulary or no --vocab-rows");
+  else if (!strs || !ty || !names)
+    st = kiln_status_new(KILN_STATUS_NO_MEMORY, "synth: vocabulary padding");
+  for (uint64_t i = 0; !st && i < rows; i++) {
+    if (i < n) {
+      strs[i] = kiln_gguf_arr_str(g, tokens, i);
+      ty[i] = types ? kiln_gguf_arr_i32(types, i) : KILN_TOKEN_NORMAL;
+      continue;
+    }
+    char *name = names + (i - n) * 24;
+    int len = snprintf(name, 24, "[PAD%llu]", (unsigned long long)i);
+    strs[i] = (kiln_gguf_str){name, (uint64_t)len};
+    ty[i] = KILN_TOKEN_UNUSED;
+  }
+  if (!st) st = kiln_gguf_writer_set_arr_strv(w, "tokenizer.ggml.tokens", strs, rows);
+  if (!st) st = kiln_gguf_writer_set_arr_i32(w, "tokenizer.ggml.token_type", ty, rows);
+  free(names);
+  free(ty);
+  free(strs);
+  return st;
+}
+
 kiln_status kiln__synth_copy_vocab(kiln__synth *s, uint32_t *out_n_tokens, bool **out_special) {
   kiln_gguf *g;
   KILN_RETURN_IF_ERROR(kiln_gguf_open(s->o->vocab_from, &g));
@@ -176,6 +213,7 @@ kiln_status kiln__synth_copy_vocab(kiln__synth *s, uint32_t *out_n_tokens, bool 
     st = kiln_status_new(KILN_STATUS_MALFORMED, "tokenizer.ggml.token_type has %llu entries, tokens %llu",
                          (unsigned long long)types->n, (unsigned long long)tokens->n);
   if (!st) st = kiln_gguf_writer_copy_kvs(s->w, g, "tokenizer.", NULL);
+  if (!st && s->o->vocab_rows > tokens->n) st = pad_vocab(s->w, g, tokens, types, s->o->vocab_rows);
   bool *special = NULL;
   if (!st) {
     special = calloc(tokens->n, sizeof *special);
