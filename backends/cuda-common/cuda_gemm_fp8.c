@@ -19,7 +19,11 @@
  * major, read transposed. K is rounded up to 16 with zeros (cuBLASLt's FP8
  * leading dimensions are multiples of 16), and a weight whose N is not
  * (or whose tiles are not: fp8_direct) writes each tile's output through
- * an aligned buffer (lt_out) that one strided copy puts in place. */
+ * an aligned buffer (lt_out) that one strided copy puts in place. Fewer
+ * than 16 tokens are padded to 16 columns of zeros (scale 1) and go
+ * through lt_out too: on the H100 (cuBLASLt 13, 2026-12-07) T = 3 found no
+ * algorithm (CUBLAS_STATUS_NOT_SUPPORTED from the heuristic) where T = 9
+ * and more did. */
 #include "config.h"
 
 #include <stdio.h>
@@ -56,6 +60,10 @@ static int64_t k16(int64_t k) { return (k + 15) / 16 * 16; }
  * large K and a small scratch), so both are checked. */
 static bool fp8_direct(int64_t n, int64_t tile) { return n % 16 == 0 && tile % 16 == 0; }
 
+/* The GEMM's columns for t tokens: t, or 16 of which t - 16 are padding. */
+#define FP8_MIN_COLS 16
+static int64_t fp8_cols(int64_t t) { return t < FP8_MIN_COLS ? FP8_MIN_COLS : t; }
+
 kiln_status kiln_cuda_fp8_open(kiln_cuda_backend *be) {
   LT_CHECK(be, NULL, cublasLtCreate(&be->lt));
   return NULL;
@@ -89,16 +97,19 @@ kiln_status kiln_cuda_fp8_prepare(kiln_cuda_backend *be, const kiln_node *node,
   KILN_RETURN_IF_ERROR(get_fn(be, d, node, &ns->gemm_input.fn));
   ns->gemm_input.block = FP8_BLOCK;
   KILN_RETURN_IF_ERROR(kiln_cuda_scratch_reserve(
-      be, (uint64_t)kiln_cuda_tile_rows(be, k, n) * kiln_cuda_tile_row_bytes(be, k), node));
-  /* every column the input can hold, then a scale each */
-  KILN_RETURN_IF_ERROR(kiln_cuda_x16_reserve(be, cols * ((uint64_t)k16(k) + 4u), node));
+      be, (uint64_t)kiln_cuda_tile_rows(be, KILN_CUDA_GEMM_FP8, k, n) * kiln_cuda_tile_row_bytes(KILN_CUDA_GEMM_FP8, k), node));
+  /* every column the input can hold (16 at least), then a scale each */
+  KILN_RETURN_IF_ERROR(
+      kiln_cuda_x16_reserve(be, (uint64_t)fp8_cols((int64_t)cols) * ((uint64_t)k16(k) + 4u), node));
   bool grown = false;
   KILN_RETURN_IF_ERROR(kiln_cuda_mem_reserve(be, &be->lt_ws, &be->lt_ws_bytes, FP8_WORKSPACE,
                                              node, "cuBLASLt's workspace", &grown));
-  const int64_t tile = kiln_cuda_tile_rows(be, k, n);
-  if (fp8_direct(n, tile)) return NULL;
+  /* the aligned output: every tile's columns where the weight's rows are
+   * not fp8_direct, else the padded columns of fewer than 16 tokens */
+  const int64_t tile = kiln_cuda_tile_rows(be, KILN_CUDA_GEMM_FP8, k, n);
+  const uint64_t out_cols = fp8_direct(n, tile) ? FP8_MIN_COLS : (uint64_t)fp8_cols((int64_t)cols);
   return kiln_cuda_mem_reserve(be, &be->lt_out, &be->lt_out_bytes,
-                               (uint64_t)k16(tile) * cols * 4u, node,
+                               (uint64_t)k16(tile) * out_cols * 4u, node,
                                "the FP8 GEMM's aligned output", &grown);
 }
 
@@ -160,29 +171,30 @@ kiln_status kiln_cuda_mul_mat_fp8(kiln_cuda_backend *be, const kiln_node *node,
                                   CUdeviceptr y, int32_t n_tokens) {
   const kiln_tensor *wt = node->src[0];
   const int64_t k = wt->ne[0], n = wt->ne[1], kk = k16(k);
-  const int64_t tile = kiln_cuda_tile_rows(be, k, n);
+  const int64_t tile = kiln_cuda_tile_rows(be, KILN_CUDA_GEMM_FP8, k, n);
   const int64_t row_bytes = kiln_type_row_bytes(wt->type, k);
   if (!be->lt || !be->lt_ws || !ns->dequant.fn || !ns->gemm_input.fn ||
-      (uint64_t)tile * kiln_cuda_tile_row_bytes(be, k) > be->scratch_bytes ||
-      (uint64_t)n_tokens * ((uint64_t)kk + 4u) > be->x16_bytes)
+      (uint64_t)tile * kiln_cuda_tile_row_bytes(KILN_CUDA_GEMM_FP8, k) > be->scratch_bytes ||
+      (uint64_t)fp8_cols(n_tokens) * ((uint64_t)kk + 4u) > be->x16_bytes)
     return be->host->status_new(KILN_STATUS_INTERNAL,
                                 "mul_mat node '%.*s': the FP8 GEMM was not prepared",
                                 KILN_NAME_MAX, node->name);
-  /* a weight of other N, or tiles of other rows, writes each tile
-   * through lt_out (fp8_direct) */
-  const bool aligned = fp8_direct(n, tile);
-  if (!aligned && (uint64_t)k16(tile) * (uint64_t)n_tokens * 4u > be->lt_out_bytes)
+  /* a weight of other N, or tiles of other rows, or fewer than 16 tokens
+   * (padded), writes each tile through lt_out (fp8_direct) */
+  const int cols = (int)fp8_cols(n_tokens);
+  const bool aligned = fp8_direct(n, tile) && cols == n_tokens;
+  if (!aligned && (uint64_t)k16(tile) * (uint64_t)cols * 4u > be->lt_out_bytes)
     return be->host->status_new(KILN_STATUS_INTERNAL,
                                 "mul_mat node '%.*s': the FP8 GEMM's output was not prepared",
                                 KILN_NAME_MAX, node->name);
   const kiln_tensor *xt = node->src[1];
   if (!kiln_cuda_x16_holds(be, xt, n_tokens, false)) {
     CUdeviceptr dst = be->x16;
-    int cols = n_tokens;
-    void *args[] = {&x, &dst, &cols};
+    int n_cols = n_tokens, n_pad = cols;
+    void *args[] = {&x, &dst, &n_cols, &n_pad};
     be->x16_of = NULL;
     KILN_RETURN_IF_ERROR(kiln_cuda_launch(be, node, "fp8_input", ns->gemm_input.fn,
-                                          (uint32_t)(cols > 65535 ? 65535 : cols), 1,
+                                          (uint32_t)(n_pad > 65535 ? 65535 : n_pad), 1,
                                           ns->gemm_input.block, args));
     kiln_cuda_x16_mark(be, xt, n_tokens, false);
   }
@@ -196,8 +208,7 @@ kiln_status kiln_cuda_mul_mat_fp8(kiln_cuda_backend *be, const kiln_node *node,
     fp8_gemm g = {0};
     const CUdeviceptr out = aligned ? y + (CUdeviceptr)r0 * 4u : be->lt_out;
     const int ldc = aligned ? (int)n : (int)k16(rows);
-    kiln_status st = fp8_gemm_run(be, node, &g, be->scratch, be->x16, out, rows, n_tokens,
-                                  (int)kk, ldc);
+    kiln_status st = fp8_gemm_run(be, node, &g, be->scratch, be->x16, out, rows, cols, (int)kk, ldc);
     fp8_gemm_free(&g);
     KILN_RETURN_IF_ERROR(st);
     if (!aligned) { /* the tile's rows x T outputs to their place in Y */
@@ -208,7 +219,7 @@ kiln_status kiln_cuda_mul_mat_fp8(kiln_cuda_backend *be, const kiln_node *node,
       c.dstDevice = y + (CUdeviceptr)r0 * 4u;
       c.dstPitch = (size_t)n * 4u;
       c.WidthInBytes = (size_t)rows * 4u;
-      c.Height = (size_t)n_tokens;
+      c.Height = (size_t)n_tokens; /* the padding columns stay behind */
       KILN_CU_CHECK(be->host, be->cu, node, Memcpy2DAsync(&c, be->stream));
     }
   }

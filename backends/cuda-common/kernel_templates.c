@@ -288,14 +288,16 @@ static const kiln_kparam_decl fp8_input_params[] = {
     BLOCK_SIZE_PARAM,
     {"x", KILN_KPARAM_PTR, KILN_KPARAM_RUNTIME, "f32 [k, n_cols]"},
     {"y", KILN_KPARAM_PTR, KILN_KPARAM_RUNTIME,
-     "n_cols columns of K rounded up to 16 e4m3 bytes, then n_cols f32 scales (dynamic, one "
-     "a token)"},
+     "n_pad columns of K rounded up to 16 e4m3 bytes, then n_pad f32 scales (dynamic, one "
+     "a token; 1 for a padding column)"},
     {"n_cols", KILN_KPARAM_I32, KILN_KPARAM_RUNTIME, "columns (tokens) in this launch"},
+    {"n_pad", KILN_KPARAM_I32, KILN_KPARAM_RUNTIME,
+     "columns written: n_cols, then zero columns up to the GEMM's fewest (16)"},
 };
 
 static const kiln_ktemplate fp8_input = {
     .name = KILN_CUDA_T_FP8_INPUT,
-    .version = 1,
+    .version = 2,
     .entry = "kiln_fp8_input",
     .source = fp8_input_source,
     .params = fp8_input_params,

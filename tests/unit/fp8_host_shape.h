@@ -20,9 +20,9 @@ static const char *rows(unsigned grid, const unsigned char *w, unsigned char *ti
   return kiln_emu::launch(kiln_emu_dim3{grid, 1, 1}, KILN_BLOCK,
                           [&] { kiln_fp8_rows(w, tile, n_rows); });
 }
-static const char *input(unsigned grid, const float *x, unsigned char *y, int n_cols) {
+static const char *input(unsigned grid, const float *x, unsigned char *y, int n_cols, int n_pad) {
   return kiln_emu::launch(kiln_emu_dim3{grid, 1, 1}, KILN_BLOCK,
-                          [&] { kiln_fp8_input(x, y, n_cols); });
+                          [&] { kiln_fp8_input(x, y, n_cols, n_pad); });
 }
 static const long long k = KILN_K, k16 = KILN_FP8_K16;
 static const kiln_type type = KILN_HOST_TYPE;

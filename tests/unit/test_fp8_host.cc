@@ -306,7 +306,7 @@ static void test_input(void **state) {
   static const unsigned grids[] = {1, 4, 9};
   for (unsigned g : grids) {
     memset(y.data(), 0xcd, y.size());
-    const char *err = f32_100::input(g, x.data(), y.data(), n);
+    const char *err = f32_100::input(g, x.data(), y.data(), n, n);
     if (err) fail_msg("fp8_input: %s", err);
     bad += check_operand("fp8_input", x.data(), k, k16, n, y.data());
   }
@@ -321,10 +321,36 @@ static void test_input(void **state) {
   assert_int_equal(bad, 0);
 }
 
+/* Padded to 16 columns (the GEMM's fewest, cuda_gemm_fp8.c): the 6 columns
+ * as before, then 10 of zeros with scale 1, the 16 scales after them;
+ * nothing written past them. */
+static void test_input_padded(void **state) {
+  (void)state;
+  const long long k = f32_100::k, k16 = f32_100::k16;
+  const int n = 6, pad = 16;
+  std::vector<float> x;
+  make_input(x, k);
+  std::vector<unsigned char> want((size_t)(n * (k16 + 4)));
+  if (const char *err = f32_100::input(1, x.data(), want.data(), n, n)) fail_msg("fp8_input: %s", err);
+  static const unsigned grids[] = {1, 5, 16, 40};
+  for (unsigned g : grids) {
+    std::vector<unsigned char> y((size_t)(pad * (k16 + 4) + 64), 0xcd);
+    if (const char *err = f32_100::input(g, x.data(), y.data(), n, pad)) fail_msg("fp8_input: %s", err);
+    assert_memory_equal(y.data(), want.data(), (size_t)(n * k16));
+    for (long long i = n * k16; i < pad * k16; i++)
+      if (y[(size_t)i] != 0) fail_msg("grid %u: padding byte %lld is 0x%02x", g, i, y[(size_t)i]);
+    const float *s = reinterpret_cast<const float *>(y.data() + pad * k16);
+    assert_memory_equal(s, want.data() + n * k16, (size_t)n * 4);
+    for (int c = n; c < pad; c++)
+      if (s[c] != 1.0f) fail_msg("grid %u: padding column %d has scale %g", g, c, (double)s[c]);
+    for (size_t i = (size_t)(pad * (k16 + 4)); i < y.size(); i++) assert_int_equal(y[i], 0xcd);
+  }
+}
+
 /* The GEMM cuBLASLt forms from the operands, in f64, against the f64
  * product of the values before rounding: per column, relative L2 and norm
  * ratio within FP8_TOL, and the rounding visible (above 2e-3). */
-typedef const char *(*input_fn)(unsigned, const float *, unsigned char *, int);
+typedef const char *(*input_fn)(unsigned, const float *, unsigned char *, int, int);
 
 static double gemm_case(kiln_type type, long long k, long long k16, rows_fn rows, input_fn input,
                         uint64_t seed) {
@@ -337,7 +363,7 @@ static double gemm_case(kiln_type type, long long k, long long k16, rows_fn rows
   for (long long i = 0; i < k * t; i += 41) x[i] *= 30.0f;
   std::vector<unsigned char> tile((size_t)(n * (k16 + 4))), xq((size_t)(t * (k16 + 4)));
   if (const char *err = rows(5, w, tile.data(), n)) fail_msg("fp8_rows: %s", err);
-  if (const char *err = input(2, x.data(), xq.data(), t)) fail_msg("fp8_input: %s", err);
+  if (const char *err = input(2, x.data(), xq.data(), t, t)) fail_msg("fp8_input: %s", err);
   const float *sa = reinterpret_cast<const float *>(tile.data() + n * k16);
   const float *sb = reinterpret_cast<const float *>(xq.data() + t * k16);
   double worst = 0, worst_ratio = 0;
@@ -378,6 +404,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_e4m3_rounding), cmocka_unit_test(test_scale),
       cmocka_unit_test(test_rows),          cmocka_unit_test(test_input),
+      cmocka_unit_test(test_input_padded),
       cmocka_unit_test(test_gemm),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
