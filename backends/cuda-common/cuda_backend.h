@@ -318,12 +318,16 @@ kiln_cuda_gemm_mode kiln_cuda_gemm_below(kiln_cuda_gemm_mode g);
  * 7.5: bf16x3, then f32). open() takes it as the backend's mode. */
 kiln_cuda_gemm_mode kiln_cuda_gemm_on_device(kiln_cuda_gemm_mode asked, int cc_major);
 /* The GEMM a batched MUL_MAT node takes under g, the mode in effect on the
- * device: under q16mma, mmq (q16mma) for a weight it takes, else bf16x3,
- * and *out_why (may be NULL) says why not (kiln_cuda_mmq_fit_of); g itself
- * in every other mode (*out_why KILN_CUDA_MMQ_FITS). prepare() follows it
+ * device: f32 for a node whose output feeds a recurrent state
+ * (node->p.mul_mat.feeds_recurrent) when recurrent_guard is set, in every
+ * mode (*out_why KILN_CUDA_GEMM_GUARDED; Qwen3.5's Gated DeltaNet
+ * amplifies bf16x3's 2^-17 into parity failures, README "Qwen3.5"); else
+ * under q16mma, mmq (q16mma) for a weight it takes, else bf16x3, and
+ * *out_why (may be NULL) says why not (kiln_cuda_mmq_fit_of); g itself in
+ * every other mode (*out_why KILN_CUDA_MMQ_FITS). prepare() follows it
  * and keeps the answer in the node's state. */
-kiln_cuda_gemm_mode kiln_cuda_gemm_of_node(kiln_cuda_gemm_mode g, const kiln_node *node,
-                                           kiln_cuda_mmq_fit *out_why);
+kiln_cuda_gemm_mode kiln_cuda_gemm_of_node(kiln_cuda_gemm_mode g, bool recurrent_guard,
+                                           const kiln_node *node, kiln_cuda_mmq_fit *out_why);
 
 /* The batched GEMMs of a backend's prepared nodes, counted by the mode
  * each takes and its weight's type, and mmq's refusals under q16mma by
@@ -334,6 +338,7 @@ typedef struct kiln_cuda_gemm_tally {
   uint32_t by_type[KILN_CUDA_GEMM_MODES][KILN_TYPE_COUNT];
   uint32_t mmq_type[KILN_TYPE_COUNT]; /* KILN_CUDA_MMQ_TYPE: no mmq decoder for the type */
   uint32_t mmq_k[KILN_TYPE_COUNT];    /* KILN_CUDA_MMQ_K: K not whole 128s */
+  uint32_t guarded;                   /* KILN_CUDA_GEMM_GUARDED: f32 by recurrent_guard */
 } kiln_cuda_gemm_tally;
 /* Counts one node that took mode g for reason why, its weight of type w. */
 void kiln_cuda_gemm_tally_add(kiln_cuda_gemm_tally *t, kiln_cuda_gemm_mode g, kiln_cuda_mmq_fit why,
@@ -374,7 +379,8 @@ typedef struct kiln_cuda_backend {
   kiln_cuda_quant act; /* [<plugin>] activations: NONE (f32), Q16 or Q8 */
   /* [<plugin>] recurrent_guard = f32: a MUL_MAT whose output feeds a
    * recurrent state (node->p.mul_mat.feeds_recurrent) takes the f32
-   * matvec whatever act says (no matvec_q, so no quantized input either). */
+   * matvec whatever act says (no matvec_q, so no quantized input either),
+   * and the f32 GEMM whatever gemm says (kiln_cuda_gemm_of_node). */
   bool recurrent_guard;
   bool fuse;           /* [<plugin>] fuse: run side-by-side nodes as one kernel */
   int mvq_load;        /* [<plugin>] matvec_load: 0 auto, 1 direct, 2 staged */
@@ -605,10 +611,11 @@ kiln_status kiln_cuda_x16_reserve(kiln_cuda_backend *be, uint64_t bytes, const k
 bool kiln_cuda_x16_holds(const kiln_cuda_backend *be, const kiln_tensor *x, int32_t cols, bool q16);
 /* Records that be->x16 now holds them (after the kernel that wrote them). */
 void kiln_cuda_x16_mark(kiln_cuda_backend *be, const kiln_tensor *x, int32_t cols, bool q16);
-/* Bytes of one tile row of a K-wide weight in be->gemm's operand form. */
-uint64_t kiln_cuda_tile_row_bytes(const kiln_cuda_backend *be, int64_t k);
-/* Rows of a K-wide weight one tile holds. */
-int64_t kiln_cuda_tile_rows(const kiln_cuda_backend *be, int64_t k, int64_t n);
+/* Bytes of one tile row of a K-wide weight in the operand form of gemm
+ * mode g (the node's: kiln_cuda_gemm_of_node). */
+uint64_t kiln_cuda_tile_row_bytes(kiln_cuda_gemm_mode g, int64_t k);
+/* Rows of a K-wide, N-row weight one tile of mode g holds. */
+int64_t kiln_cuda_tile_rows(const kiln_cuda_backend *be, kiln_cuda_gemm_mode g, int64_t k, int64_t n);
 
 /* ---- a pass over a step's nodes (cuda_node_run.c, cuda_fuse.c,
  * cuda_run.c): a pass is n tokens from column col at position pos; one per

@@ -91,12 +91,13 @@
    .type = KILN_CONFIG_ENUM,                                                  \
    .default_value = "f32",                                                    \
    .choices = "f32|off",                                                      \
-   .help = "decode matvecs whose output a recurrent state reads (every "      \
-           "matvec before a model's last Gated DeltaNet: qwen35), where "     \
-           "quantized activations' rounding reaches the delta rule and "      \
-           "comes out amplified past parity's 1e-3: f32 = the exact f32 "     \
-           "matvec for them, off = they follow activations like the rest; "   \
-           "no effect on models without recurrent layers"}
+   .help = "matvecs and prefill GEMMs whose output a recurrent state "      \
+           "reads (every one before a model's last Gated DeltaNet: "          \
+           "qwen35), where quantized activations' or bf16x3's rounding "     \
+           "reaches the delta rule and comes out amplified past parity's "    \
+           "1e-3: f32 = the exact f32 matvec and GEMM for them, off = they " \
+           "follow activations and gemm like the rest; no effect on models " \
+           "without recurrent layers"}
 
 #define KILN_CUDA_KEY_FUSE                                                    \
   {.name = "fuse",                                                            \

@@ -60,15 +60,16 @@ void kiln_cuda_blas_close(kiln_cuda_backend *be) {
   be->blas = NULL;
 }
 
-uint64_t kiln_cuda_tile_row_bytes(const kiln_cuda_backend *be, int64_t k) {
-  const unsigned terms = kiln_cuda_gemm_terms(be->gemm);
+uint64_t kiln_cuda_tile_row_bytes(kiln_cuda_gemm_mode g, int64_t k) {
+  const unsigned terms = kiln_cuda_gemm_terms(g);
   /* fp8: K rounded up to 16 e4m3 bytes and the row's f32 scale (fp8_rows) */
-  if (be->gemm == KILN_CUDA_GEMM_FP8) return (uint64_t)(k + 15) / 16 * 16 + 4u;
+  if (g == KILN_CUDA_GEMM_FP8) return (uint64_t)(k + 15) / 16 * 16 + 4u;
   return (uint64_t)k * (terms ? 2u * terms : 4u);
 }
 
-int64_t kiln_cuda_tile_rows(const kiln_cuda_backend *be, int64_t k, int64_t n) {
-  int64_t rows = (int64_t)(be->scratch_cap / kiln_cuda_tile_row_bytes(be, k));
+int64_t kiln_cuda_tile_rows(const kiln_cuda_backend *be, kiln_cuda_gemm_mode g, int64_t k,
+                            int64_t n) {
+  int64_t rows = (int64_t)(be->scratch_cap / kiln_cuda_tile_row_bytes(g, k));
   if (rows >= n) return n;
   /* Whole multiples of 128 rows: each tile's output then starts 512-byte
    * aligned, where cuBLAS takes its fast kernels (H100, 2026-12-07: bf16x3
@@ -119,10 +120,10 @@ kiln_status kiln_cuda_mul_mat_gemm(kiln_cuda_backend *be, const kiln_node *node,
   const unsigned terms = kiln_cuda_gemm_terms(ns->gemm);
   /* An F32 weight is multiplied where it lies, unless the mode wants bf16 terms. */
   const bool direct = wt->type == KILN_TYPE_F32 && terms == 0;
-  const int64_t tile = direct ? n : kiln_cuda_tile_rows(be, k, n);
+  const int64_t tile = direct ? n : kiln_cuda_tile_rows(be, ns->gemm, k, n);
   const int64_t row_bytes = kiln_type_row_bytes(wt->type, k);
   const int64_t kk = terms ? (int64_t)terms * k : k; /* the GEMM's K */
-  if (!direct && (!ns->dequant.fn || (uint64_t)tile * kiln_cuda_tile_row_bytes(be, k) >
+  if (!direct && (!ns->dequant.fn || (uint64_t)tile * kiln_cuda_tile_row_bytes(ns->gemm, k) >
                                          be->scratch_bytes))
     return be->host->status_new(KILN_STATUS_INTERNAL,
                                 "mul_mat node '%.*s': the weight tile was not prepared",

@@ -135,7 +135,7 @@ static kiln_status prepare_mul_mat(kiln_cuda_backend *be, const kiln_node *node,
   if (!batched) return NULL;
   /* the node's GEMM, kept for describe_modes to count */
   ns->gemm_batched = true;
-  ns->gemm = kiln_cuda_gemm_of_node(be->gemm, node, &ns->gemm_why);
+  ns->gemm = kiln_cuda_gemm_of_node(be->gemm, be->recurrent_guard, node, &ns->gemm_why);
   if (ns->gemm == KILN_CUDA_GEMM_FP8) return kiln_cuda_fp8_prepare(be, node, ns);
   if (ns->gemm == KILN_CUDA_GEMM_Q16MMA) return prepare_mmq(be, node, ns);
   /* q16mma's fallback is bf16x3 in both: the same operand and terms */
@@ -149,7 +149,8 @@ static kiln_status prepare_mul_mat(kiln_cuda_backend *be, const kiln_node *node,
     KILN_RETURN_IF_ERROR(get_fn(be, d, node, &ns->dequant.fn));
     ns->dequant.block = ROWS_BLOCK;
     KILN_RETURN_IF_ERROR(kiln_cuda_scratch_reserve(
-        be, (uint64_t)kiln_cuda_tile_rows(be, k, n) * kiln_cuda_tile_row_bytes(be, k), node));
+        be, (uint64_t)kiln_cuda_tile_rows(be, ns->gemm, k, n) * kiln_cuda_tile_row_bytes(ns->gemm, k),
+        node));
   }
   if (terms) {
     /* The activations' operand: every column the input can hold. */

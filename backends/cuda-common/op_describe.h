@@ -301,7 +301,10 @@ typedef enum kiln_cuda_mmq_fit {
   KILN_CUDA_MMQ_FITS = 0,    /* mmq takes it */
   KILN_CUDA_MMQ_NOT_MUL_MAT, /* another op */
   KILN_CUDA_MMQ_TYPE,        /* a weight type mmq has no decoder for (F32, F16, BF16) */
-  KILN_CUDA_MMQ_K            /* K not whole 128-value steps */
+  KILN_CUDA_MMQ_K,           /* K not whole 128-value steps */
+  /* Not mmq's: the node feeds a recurrent state and recurrent_guard = f32
+   * gives it the exact f32 GEMM, in every mode (kiln_cuda_gemm_of_node) */
+  KILN_CUDA_GEMM_GUARDED
 } kiln_cuda_mmq_fit;
 bool kiln_cuda_mmq_type_ok(kiln_type t);
 kiln_cuda_mmq_fit kiln_cuda_mmq_fit_of(const kiln_node *node);

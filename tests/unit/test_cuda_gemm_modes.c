@@ -96,7 +96,7 @@ static void test_node_choice(void **state) {
     mm m;
     make_mm(&m, cases[i].t, cases[i].k);
     kiln_cuda_mmq_fit why = (kiln_cuda_mmq_fit)-1;
-    kiln_cuda_gemm_mode g = kiln_cuda_gemm_of_node(KILN_CUDA_GEMM_Q16MMA, &m.node, &why);
+    kiln_cuda_gemm_mode g = kiln_cuda_gemm_of_node(KILN_CUDA_GEMM_Q16MMA, true, &m.node, &why);
     if (g != cases[i].want || why != cases[i].why)
       fail_msg("%s K %lld under q16mma: %s (cause %d), expected %s (cause %d)",
                kiln_type_name(cases[i].t), (long long)cases[i].k, kiln_cuda_gemm_name(g), (int)why,
@@ -105,7 +105,7 @@ static void test_node_choice(void **state) {
     assert_int_equal(kiln_cuda_mmq_ok(&m.node), g == KILN_CUDA_GEMM_Q16MMA);
     for (size_t j = 0; j < sizeof all_modes / sizeof all_modes[0]; j++) {
       if (all_modes[j] == KILN_CUDA_GEMM_Q16MMA) continue;
-      assert_int_equal(kiln_cuda_gemm_of_node(all_modes[j], &m.node, &why), all_modes[j]);
+      assert_int_equal(kiln_cuda_gemm_of_node(all_modes[j], true, &m.node, &why), all_modes[j]);
       assert_int_equal(why, KILN_CUDA_MMQ_FITS);
     }
   }
@@ -113,16 +113,21 @@ static void test_node_choice(void **state) {
 
 /* A plan's GEMMs as prepare() meets them: the device first, then each
  * node; the line from their tally. */
-static void line_for(kiln_cuda_gemm_mode asked, int cc_major, int cc_minor, const mm *nodes, size_t n,
-                     char *out, size_t cap) {
+static void line_guard(kiln_cuda_gemm_mode asked, bool guard, int cc_major, int cc_minor,
+                       const mm *nodes, size_t n, char *out, size_t cap) {
   const kiln_cuda_gemm_mode dev = kiln_cuda_gemm_on_device(asked, cc_major);
   kiln_cuda_gemm_tally t = {0};
   for (size_t i = 0; i < n; i++) {
     kiln_cuda_mmq_fit why;
-    kiln_cuda_gemm_mode g = kiln_cuda_gemm_of_node(dev, &nodes[i].node, &why);
+    kiln_cuda_gemm_mode g = kiln_cuda_gemm_of_node(dev, guard, &nodes[i].node, &why);
     kiln_cuda_gemm_tally_add(&t, g, why, nodes[i].w.type);
   }
   kiln_cuda_gemm_line(asked, dev, cc_major, cc_minor, &t, out, cap);
+}
+
+static void line_for(kiln_cuda_gemm_mode asked, int cc_major, int cc_minor, const mm *nodes, size_t n,
+                     char *out, size_t cap) {
+  line_guard(asked, true, cc_major, cc_minor, nodes, n, out, cap);
 }
 
 static void test_line(void **state) {
@@ -181,6 +186,46 @@ static void test_line(void **state) {
   assert_string_equal(small, "");
 }
 
+/* recurrent_guard = f32: a GEMM whose output feeds a recurrent state takes
+ * the exact f32 GEMM in every mode (as its decode matvec takes f32
+ * columns), the rest keep the mode; off leaves every node to the mode.
+ * The line says which took f32 and why. */
+static void test_recurrent_guard(void **state) {
+  (void)state;
+  mm m;
+  make_mm(&m, KILN_TYPE_Q8_0, 4096);
+  m.node.p.mul_mat.feeds_recurrent = true;
+  for (size_t j = 0; j < sizeof all_modes / sizeof all_modes[0]; j++) {
+    kiln_cuda_mmq_fit why = (kiln_cuda_mmq_fit)-1;
+    assert_int_equal(kiln_cuda_gemm_of_node(all_modes[j], true, &m.node, &why), KILN_CUDA_GEMM_F32);
+    assert_int_equal(why, all_modes[j] == KILN_CUDA_GEMM_F32 ? KILN_CUDA_MMQ_FITS : KILN_CUDA_GEMM_GUARDED);
+    assert_int_equal(kiln_cuda_gemm_of_node(all_modes[j], false, &m.node, &why), all_modes[j]);
+    assert_int_equal(why, KILN_CUDA_MMQ_FITS);
+  }
+  /* a Qwen3.5-like plan: three GEMMs feed a delta rule, one (after the
+   * last) does not, one F16 weight feeds one */
+  mm nodes[5];
+  for (int i = 0; i < 4; i++) {
+    make_mm(&nodes[i], KILN_TYPE_Q8_0, 4096);
+    nodes[i].node.p.mul_mat.feeds_recurrent = i < 3;
+  }
+  make_mm(&nodes[4], KILN_TYPE_F16, 4096);
+  nodes[4].node.p.mul_mat.feeds_recurrent = true;
+  char line[256];
+  line_guard(KILN_CUDA_GEMM_BF16X3, true, 9, 0, nodes, 5, line, sizeof line);
+  assert_string_equal(line, "gemm bf16x3: 5 batched GEMMs: 1 bf16x3 (Q8_0 1), 4 f32 (F16 1, Q8_0 3) "
+                            "by recurrent_guard");
+  line_guard(KILN_CUDA_GEMM_BF16X3, false, 9, 0, nodes, 5, line, sizeof line);
+  assert_string_equal(line, "gemm bf16x3: 5 batched GEMMs: 5 bf16x3 (F16 1, Q8_0 4)");
+  line_guard(KILN_CUDA_GEMM_Q16MMA, true, 9, 0, nodes, 5, line, sizeof line);
+  assert_string_equal(line, "gemm q16mma: 5 batched GEMMs: 1 q16mma (Q8_0 1), 0 bf16x3 fallback, "
+                            "4 f32 (F16 1, Q8_0 3) by recurrent_guard");
+  /* f32 asked (or a device that has nothing else): nothing to guard */
+  line_guard(KILN_CUDA_GEMM_BF16X3, true, 7, 5, nodes, 5, line, sizeof line);
+  assert_string_equal(line, "gemm bf16x3 -> f32 (compute capability 7.5 < 8.0): 5 batched GEMMs: 5 f32 "
+                            "(F16 1, Q8_0 4)");
+}
+
 /* kiln_cuda_parse_uints: what sscanf's %u let through (a sign that wraps,
  * text after the last number, overflow) is refused. */
 static void test_parse_uints(void **state) {
@@ -216,6 +261,7 @@ int main(void) {
       cmocka_unit_test(test_device_fallbacks),
       cmocka_unit_test(test_node_choice),
       cmocka_unit_test(test_line),
+      cmocka_unit_test(test_recurrent_guard),
       cmocka_unit_test(test_parse_uints),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
