@@ -13,6 +13,7 @@
 
 #include "kiln/plugin.h"
 
+#include "config_origin.h"
 #include "cpu_ops.h"
 
 #define CPU_MAX_THREADS 1024
@@ -84,13 +85,14 @@ static int online_cpus(void) {
 static kiln_status cpu_init(const kiln_host_api *host, void **out_plugin) {
   *out_plugin = NULL;
   /* The loader has matched our major to the host's; a host table shorter
-   * than ours would lack functions we call. */
-  if (host->abi_major != KILN_PLUGIN_ABI_MAJOR || host->struct_size < sizeof(kiln_host_api))
+   * than 2.3's would lack functions we call (cfg_origin, 2.4's, is read
+   * only where the table has it: config_origin.h). */
+  if (host->abi_major != KILN_PLUGIN_ABI_MAJOR || host->struct_size < KILN_HOST_API_SIZE_2_3)
     return host->status_new(KILN_STATUS_ABI,
                             "cpu: host table is ABI %u.%u with %u bytes; this plugin needs "
                             "%d.x with at least %zu bytes",
                             host->abi_major, host->abi_minor, host->struct_size,
-                            KILN_PLUGIN_ABI_MAJOR, sizeof(kiln_host_api));
+                            KILN_PLUGIN_ABI_MAJOR, KILN_HOST_API_SIZE_2_3);
   cpu_plugin *pl = calloc(1, sizeof *pl);
   if (!pl) return host->status_new(KILN_STATUS_NO_MEMORY, "cpu: no memory for the plugin");
   pl->host = host;
@@ -144,41 +146,53 @@ static kiln_status cpu_open(void *plugin, const kiln_config_section *cfg, void *
   const char *matvec_key = cfg ? host->cfg_str(cfg, "matvec") : "int16";
   const char *guard_key = cfg ? host->cfg_str(cfg, "recurrent_guard") : "f32";
   if (threads < 0 || threads > CPU_MAX_THREADS)
-    return host->status_new(KILN_STATUS_OUT_OF_RANGE, "[cpu] threads = %lld is outside 0..%d",
-                            (long long)threads, CPU_MAX_THREADS);
+    return kiln_config_origin_annotate(
+        host, cfg, "threads",
+        host->status_new(KILN_STATUS_OUT_OF_RANGE, "[cpu] threads = %lld is outside 0..%d",
+                         (long long)threads, CPU_MAX_THREADS));
   cpu_precision prec;
   if (precision && strcmp(precision, "f32") == 0) prec = CPU_PRECISION_F32;
   else if (precision && strcmp(precision, "f64") == 0) prec = CPU_PRECISION_F64;
   else
-    return host->status_new(KILN_STATUS_INVALID_ARGUMENT,
-                            "[cpu] precision = '%s' is not one of f32|f64",
-                            precision ? precision : "(unset)");
+    return kiln_config_origin_annotate(
+        host, cfg, "precision",
+        host->status_new(KILN_STATUS_INVALID_ARGUMENT, "[cpu] precision = '%s' is not one of f32|f64",
+                         precision ? precision : "(unset)"));
   if (spin_us < 0 || spin_us > 100000)
-    return host->status_new(KILN_STATUS_OUT_OF_RANGE, "[cpu] spin_us = %lld is outside 0..100000",
-                            (long long)spin_us);
+    return kiln_config_origin_annotate(
+        host, cfg, "spin_us",
+        host->status_new(KILN_STATUS_OUT_OF_RANGE, "[cpu] spin_us = %lld is outside 0..100000",
+                         (long long)spin_us));
   cpu_simd simd = cpu_simd_detect();
   if (simd_key && strcmp(simd_key, "portable") == 0) simd = CPU_SIMD_PORTABLE;
   else if (simd_key && strcmp(simd_key, "avx2") == 0 && simd != CPU_SIMD_AVX2)
-    return host->status_new(KILN_STATUS_UNAVAILABLE,
-                            "[cpu] simd = avx2, but this CPU (or build) lacks AVX2, FMA or F16C");
+    return kiln_config_origin_annotate(
+        host, cfg, "simd",
+        host->status_new(KILN_STATUS_UNAVAILABLE,
+                         "[cpu] simd = avx2, but this CPU (or build) lacks AVX2, FMA or F16C"));
   else if (!simd_key || (strcmp(simd_key, "auto") != 0 && strcmp(simd_key, "avx2") != 0))
-    return host->status_new(KILN_STATUS_INVALID_ARGUMENT,
-                            "[cpu] simd = '%s' is not one of auto|avx2|portable",
-                            simd_key ? simd_key : "(unset)");
+    return kiln_config_origin_annotate(
+        host, cfg, "simd",
+        host->status_new(KILN_STATUS_INVALID_ARGUMENT,
+                         "[cpu] simd = '%s' is not one of auto|avx2|portable",
+                         simd_key ? simd_key : "(unset)"));
   cpu_matvec matvec;
   if (matvec_key && strcmp(matvec_key, "int16") == 0) matvec = CPU_MATVEC_INT16;
   else if (matvec_key && strcmp(matvec_key, "f32") == 0) matvec = CPU_MATVEC_F32;
   else
-    return host->status_new(KILN_STATUS_INVALID_ARGUMENT,
-                            "[cpu] matvec = '%s' is not one of int16|f32",
-                            matvec_key ? matvec_key : "(unset)");
+    return kiln_config_origin_annotate(
+        host, cfg, "matvec",
+        host->status_new(KILN_STATUS_INVALID_ARGUMENT, "[cpu] matvec = '%s' is not one of int16|f32",
+                         matvec_key ? matvec_key : "(unset)"));
   bool guard;
   if (guard_key && strcmp(guard_key, "f32") == 0) guard = true;
   else if (guard_key && strcmp(guard_key, "off") == 0) guard = false;
   else
-    return host->status_new(KILN_STATUS_INVALID_ARGUMENT,
-                            "[cpu] recurrent_guard = '%s' is not one of f32|off",
-                            guard_key ? guard_key : "(unset)");
+    return kiln_config_origin_annotate(
+        host, cfg, "recurrent_guard",
+        host->status_new(KILN_STATUS_INVALID_ARGUMENT,
+                         "[cpu] recurrent_guard = '%s' is not one of f32|off",
+                         guard_key ? guard_key : "(unset)"));
   if (threads == 0) threads = online_cpus();
 
   cpu_backend *be = calloc(1, sizeof *be);

@@ -61,5 +61,6 @@ backends_cpu_libkilncpuops_la_LIBADD = backends/common/libkilnnodecheck.la -lm
 
 pkglib_LTLIBRARIES += kiln-cpu.la
 kiln_cpu_la_SOURCES = backends/cpu/cpu_entry.c
+kiln_cpu_la_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/backends/common
 kiln_cpu_la_LIBADD = backends/cpu/libkilncpuops.la -lm
 kiln_cpu_la_LDFLAGS = $(kiln_plugin_link_flags)

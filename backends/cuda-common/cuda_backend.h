@@ -99,14 +99,17 @@ typedef struct kiln_cuda_tp_config {
   int n_devices;      /* 0: devices not set */
 } kiln_cuda_tp_config;
 
-/* Reads and checks the two keys (cfg NULL: the defaults); errors name the
- * section, the key and the value. */
+/* Reads and checks the two keys (cfg NULL: the defaults); errors name
+ * where the value came from (config_origin.h), the section, the key and
+ * the value. */
 kiln_status kiln_cuda_tp_read_config(const kiln_host_api *host, const char *section,
                                      const kiln_config_section *cfg, kiln_cuda_tp_config *out);
 /* NULL for tensor_parallel = 1 (and devices agreeing with device); else a
  * refusal naming what is missing (NCCL, the driver, devices) or, when all
- * is there, that the multi-GPU path is not built. */
-kiln_status kiln_cuda_tp_check_open(kiln_cuda_plugin *pl, const kiln_cuda_tp_config *tc, int device);
+ * is there, that the multi-GPU path is not built, after the place of the
+ * value it refuses (tc read from cfg). */
+kiln_status kiln_cuda_tp_check_open(kiln_cuda_plugin *pl, const kiln_config_section *cfg,
+                                    const kiln_cuda_tp_config *tc, int device);
 /* The ops table's probe_parallel. */
 kiln_status kiln_cuda_probe_parallel(void *plugin, const kiln_config_section *cfg, char *out, size_t cap);
 

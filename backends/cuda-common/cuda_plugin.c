@@ -7,18 +7,20 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "config_origin.h"
 #include "cuda_backend.h"
 #include "kernel_templates.h"
 
 kiln_status kiln_cuda_init(const kiln_cuda_flavor *fl, const kiln_host_api *host,
                            void **out_plugin) {
   *out_plugin = NULL;
-  if (host->abi_major != KILN_PLUGIN_ABI_MAJOR || host->struct_size < sizeof(kiln_host_api))
+  /* cfg_origin (2.4) is read only where the table has it (config_origin.h) */
+  if (host->abi_major != KILN_PLUGIN_ABI_MAJOR || host->struct_size < KILN_HOST_API_SIZE_2_3)
     return host->status_new(KILN_STATUS_ABI,
                             "%s: host table is ABI %u.%u with %u bytes; this plugin needs %d.x "
                             "with at least %zu bytes",
                             fl->name, host->abi_major, host->abi_minor, host->struct_size,
-                            KILN_PLUGIN_ABI_MAJOR, sizeof(kiln_host_api));
+                            KILN_PLUGIN_ABI_MAJOR, KILN_HOST_API_SIZE_2_3);
   kiln_cuda_plugin *pl = calloc(1, sizeof *pl);
   if (!pl) return host->status_new(KILN_STATUS_NO_MEMORY, "%s: no memory for the plugin", fl->name);
   pl->host = host;
@@ -162,8 +164,10 @@ static kiln_status read_config(kiln_cuda_backend *be, const kiln_config_section 
     else if (strcmp(a, "q8") == 0) be->act = KILN_CUDA_QUANT_Q8;
     else if (strcmp(a, "f32") == 0) be->act = KILN_CUDA_QUANT_NONE;
     else
-      return host->status_new(KILN_STATUS_INVALID_ARGUMENT,
-                              "[%s] activations = %s is not f32|q16|q8", fl->name, a);
+      return kiln_config_origin_annotate(
+          host, cfg, "activations",
+          host->status_new(KILN_STATUS_INVALID_ARGUMENT, "[%s] activations = %s is not f32|q16|q8",
+                           fl->name, a));
   }
   be->recurrent_guard = true;
   if (cfg) {
@@ -171,8 +175,10 @@ static kiln_status read_config(kiln_cuda_backend *be, const kiln_config_section 
     if (!g || strcmp(g, "f32") == 0) be->recurrent_guard = true;
     else if (strcmp(g, "off") == 0) be->recurrent_guard = false;
     else
-      return host->status_new(KILN_STATUS_INVALID_ARGUMENT,
-                              "[%s] recurrent_guard = %s is not f32|off", fl->name, g);
+      return kiln_config_origin_annotate(
+          host, cfg, "recurrent_guard",
+          host->status_new(KILN_STATUS_INVALID_ARGUMENT, "[%s] recurrent_guard = %s is not f32|off",
+                           fl->name, g));
   }
   be->mvq_load = 0;
   be->mvq_forced = (kiln_cuda_matvec_shape){0, 0, 0, 0, 0};
@@ -189,12 +195,14 @@ static kiln_status read_config(kiln_cuda_backend *be, const kiln_config_section 
       const uint32_t w = v[0], k = v[1], r = v[2], g = v[3], s = v[4];
       if ((n != 3 && n != 4 && n != 5) || w < 1 || w > 32 || k < 1 || w % k != 0 || r < 1 ||
           r > 8 || g < 1 || g > 64 || s == 1 || s > 16 || (s && g != 1))
-        return host->status_new(KILN_STATUS_INVALID_ARGUMENT,
-                                "[%s] matvec_shape = %s is not auto or "
-                                "WARPS,K_SPLIT,ROWS[,GROUPS[,STAGES]] (warps 1..32, k_split "
-                                "dividing it, rows 1..8, groups 1..64, stages 0 or 2..16 with "
-                                "groups 1)",
-                                fl->name, sh);
+        return kiln_config_origin_annotate(
+            host, cfg, "matvec_shape",
+            host->status_new(KILN_STATUS_INVALID_ARGUMENT,
+                             "[%s] matvec_shape = %s is not auto or "
+                             "WARPS,K_SPLIT,ROWS[,GROUPS[,STAGES]] (warps 1..32, k_split "
+                             "dividing it, rows 1..8, groups 1..64, stages 0 or 2..16 with "
+                             "groups 1)",
+                             fl->name, sh));
       be->mvq_forced = (kiln_cuda_matvec_shape){w, k, r, g, s};
     }
   }
@@ -234,8 +242,10 @@ static kiln_status read_config(kiln_cuda_backend *be, const kiln_config_section 
     else if (strcmp(g, "q16mma") == 0) be->gemm = KILN_CUDA_GEMM_Q16MMA;
     else if (strcmp(g, "fp8") == 0) be->gemm = KILN_CUDA_GEMM_FP8;
     else
-      return host->status_new(KILN_STATUS_INVALID_ARGUMENT,
-                              "[%s] gemm = %s is not f32|tf32|bf16|bf16x3|q16mma|fp8", fl->name, g);
+      return kiln_config_origin_annotate(
+          host, cfg, "gemm",
+          host->status_new(KILN_STATUS_INVALID_ARGUMENT,
+                           "[%s] gemm = %s is not f32|tf32|bf16|bf16x3|q16mma|fp8", fl->name, g));
     be->scratch_cap = (uint64_t)host->cfg_int(cfg, "gemm_scratch_mib") << 20;
     const char *ms = host->cfg_str(cfg, "mmq_shape");
     if (ms && strcmp(ms, "auto") != 0) {
@@ -243,24 +253,33 @@ static kiln_status read_config(kiln_cuda_backend *be, const kiln_config_section 
       const int n = kiln_cuda_parse_uints(ms, v, 4);
       const kiln_cuda_mmq_shape s = {v[0], v[1], v[2], v[3]};
       if ((n != 3 && n != 4) || !kiln_cuda_mmq_shape_ok(&s, KILN_CUDA_QUANT_Q16))
-        return host->status_new(KILN_STATUS_INVALID_ARGUMENT,
-                                "[%s] mmq_shape = %s is not auto or TILE_M,TILE_N,WARPS[,PREFETCH] "
-                                "(tile_m a multiple of 16 in 16..256, tile_n of 8 in 8..256, "
-                                "warps 1..16 dividing the 16x8 fragments, at most 48 KiB of "
-                                "shared memory, prefetch 0 or 1)",
-                                fl->name, ms);
+        return kiln_config_origin_annotate(
+            host, cfg, "mmq_shape",
+            host->status_new(KILN_STATUS_INVALID_ARGUMENT,
+                             "[%s] mmq_shape = %s is not auto or TILE_M,TILE_N,WARPS[,PREFETCH] "
+                             "(tile_m a multiple of 16 in 16..256, tile_n of 8 in 8..256, "
+                             "warps 1..16 dividing the 16x8 fragments, at most 48 KiB of "
+                             "shared memory, prefetch 0 or 1)",
+                             fl->name, ms));
       be->mmq_shape = s;
     }
   }
-  if (be->device < 0 || be->poison < -1 || be->poison > 255 || be->scratch_cap < (1u << 20))
-    return host->status_new(KILN_STATUS_OUT_OF_RANGE,
-                            "[%s] device = %d, poison = %d, gemm_scratch_mib = %llu: out of range",
-                            fl->name, be->device, be->poison,
-                            (unsigned long long)(be->scratch_cap >> 20));
+  if (be->device < 0 || be->poison < -1 || be->poison > 255 || be->scratch_cap < (1u << 20)) {
+    /* the message names all three; the place is the first one's out of range */
+    const char *key = be->device < 0                          ? "device"
+                      : be->poison < -1 || be->poison > 255 ? "poison"
+                                                              : "gemm_scratch_mib";
+    return kiln_config_origin_annotate(
+        host, cfg, key,
+        host->status_new(KILN_STATUS_OUT_OF_RANGE,
+                         "[%s] device = %d, poison = %d, gemm_scratch_mib = %llu: out of range",
+                         fl->name, be->device, be->poison,
+                         (unsigned long long)(be->scratch_cap >> 20)));
+  }
   return NULL;
 }
 
-static kiln_status open_device(kiln_cuda_backend *be, bool allow_lower) {
+static kiln_status open_device(kiln_cuda_backend *be, const kiln_config_section *cfg, bool allow_lower) {
   const kiln_host_api *host = be->host;
   const kiln_cu *cu = be->cu;
   const kiln_cuda_flavor *fl = be->fl;
@@ -268,9 +287,11 @@ static kiln_status open_device(kiln_cuda_backend *be, bool allow_lower) {
   int count = 0;
   KILN_CU_CHECK(host, cu, NULL, DeviceGetCount(&count));
   if (be->device >= count)
-    return host->status_new(KILN_STATUS_UNAVAILABLE,
-                            "[%s] device = %d, but the driver sees %d CUDA device%s", fl->name,
-                            be->device, count, count == 1 ? "" : "s");
+    return kiln_config_origin_annotate(
+        host, cfg, "device",
+        host->status_new(KILN_STATUS_UNAVAILABLE,
+                         "[%s] device = %d, but the driver sees %d CUDA device%s", fl->name,
+                         be->device, count, count == 1 ? "" : "s"));
   KILN_CU_CHECK(host, cu, NULL, DeviceGet(&be->dev, be->device));
   KILN_CU_CHECK(host, cu, NULL,
                 DeviceGetAttribute(&be->cc_major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR,
@@ -318,11 +339,13 @@ static kiln_status open_device(kiln_cuda_backend *be, bool allow_lower) {
   /* below sm_80 decode attention keeps the CUDA-core kernel */
   if (be->cc_major < 8) be->attn_mma = false;
   if (be->cc_major < 9 && (be->mvq_load == 3 || be->mvq_forced.stages))
-    return host->status_new(KILN_STATUS_UNSUPPORTED,
-                            "[%s] %s needs compute capability 9.0 (bulk copies); the device is "
-                            "%d.%d",
-                            fl->name, be->mvq_load == 3 ? "matvec_load = bulk" : "matvec_shape with stages",
-                            be->cc_major, be->cc_minor);
+    return kiln_config_origin_annotate(
+        host, cfg, be->mvq_load == 3 ? "matvec_load" : "matvec_shape",
+        host->status_new(KILN_STATUS_UNSUPPORTED,
+                         "[%s] %s needs compute capability 9.0 (bulk copies); the device is "
+                         "%d.%d",
+                         fl->name, be->mvq_load == 3 ? "matvec_load = bulk" : "matvec_shape with stages",
+                         be->cc_major, be->cc_minor));
   /* The descriptor's arch is always the device's exact sm_XY. */
   if (be->cc_major < 1 || be->cc_minor < 0 || be->cc_minor > 9)
     return host->status_new(KILN_STATUS_UNSUPPORTED, "compute capability %d.%d has no sm_XY",
@@ -348,7 +371,7 @@ kiln_status kiln_cuda_open(void *plugin, const kiln_config_section *cfg, void **
    * is missing (NCCL, the driver, devices) or that the path is not built */
   kiln_cuda_tp_config tc;
   KILN_RETURN_IF_ERROR(kiln_cuda_tp_read_config(host, fl->name, cfg, &tc));
-  KILN_RETURN_IF_ERROR(kiln_cuda_tp_check_open(pl, &tc, cfg ? (int)host->cfg_int(cfg, "device") : 0));
+  KILN_RETURN_IF_ERROR(kiln_cuda_tp_check_open(pl, cfg, &tc, cfg ? (int)host->cfg_int(cfg, "device") : 0));
   if (!pl->cu_ok) return host->status_new(KILN_STATUS_UNAVAILABLE, "%s", pl->cu_why);
   kiln_kcache *kc = host->kcache();
   if (!kc)
@@ -362,7 +385,7 @@ kiln_status kiln_cuda_open(void *plugin, const kiln_config_section *cfg, void **
   be->cu = &pl->cu;
   bool allow_lower = false;
   kiln_status st = read_config(be, cfg, &allow_lower);
-  if (!st) st = open_device(be, allow_lower);
+  if (!st) st = open_device(be, cfg, allow_lower);
   if (!st) st = kiln_nvrtc_init(&be->nv, host, be->arch);
   if (!st) {
     be->nv.release_slot = kiln_cuda_release_slot;

@@ -4,13 +4,14 @@ check_PROGRAMS += tests/integration/test_golden_cpu tests/integration/test_eps_f
 	tests/integration/test_cli_tokenize tests/integration/test_cli_run tests/integration/test_perplexity \
 	tests/integration/test_golden_qwen35 tests/integration/test_parity_qwen35 tests/integration/test_model_qwen35 \
 	tests/integration/test_output_head tests/integration/test_parity_cpu_fast tests/integration/test_parity_recurrent_guard \
-	tests/integration/test_tp_emulation tests/integration/test_session_rewind
+	tests/integration/test_tp_emulation tests/integration/test_session_rewind tests/integration/test_cli_config_origin
 TESTS += tests/integration/test_golden_cpu tests/integration/test_eps_from_gguf \
 	tests/integration/test_fallback tests/integration/test_conf_files tests/integration/test_parity_qwen \
 	tests/integration/test_cli_tokenize tests/integration/test_cli_run tests/integration/test_perplexity \
 	tests/integration/test_golden_qwen35 tests/integration/test_parity_qwen35 tests/integration/test_model_qwen35 \
 	tests/integration/test_output_head tests/integration/test_parity_cpu_fast tests/integration/test_parity_recurrent_guard \
-	tests/integration/test_tp_emulation tests/integration/test_session_rewind tests/integration/test_cli.sh tests/integration/test_cli_hardening.sh tests/integration/test_n_ctx.sh \
+	tests/integration/test_tp_emulation tests/integration/test_session_rewind tests/integration/test_cli_config_origin \
+	tests/integration/test_cli.sh tests/integration/test_cli_hardening.sh tests/integration/test_n_ctx.sh \
 	tests/embed/test_embed.sh
 EXTRA_DIST += tests/integration/test_cli.sh tests/integration/test_cli_hardening.sh tests/integration/test_n_ctx.sh \
 	tests/integration/cli_test_lib.sh \
@@ -47,6 +48,12 @@ tests_integration_test_cli_run_SOURCES = tests/integration/test_cli_run.c
 tests_integration_test_cli_run_CFLAGS = $(TEST_CFLAGS) $(JANSSON_CFLAGS)
 tests_integration_test_cli_run_LDADD = $(TEST_LIBS) $(JANSSON_LIBS)
 $(tests_integration_test_cli_run_OBJECTS): cli/kiln$(EXEEXT)
+# Needs tests/plugins/kiln-cfg-origin.la (tests/unit/core.mk), built with
+# the other check libraries before any test runs.
+tests_integration_test_cli_config_origin_SOURCES = tests/integration/test_cli_config_origin.c
+tests_integration_test_cli_config_origin_CFLAGS = $(TEST_CFLAGS)
+tests_integration_test_cli_config_origin_LDADD = $(TEST_LIBS)
+$(tests_integration_test_cli_config_origin_OBJECTS): cli/kiln$(EXEEXT)
 tests_integration_test_perplexity_SOURCES = tests/integration/test_perplexity.c
 tests_integration_test_perplexity_CFLAGS = $(TEST_CFLAGS) $(JANSSON_CFLAGS)
 tests_integration_test_perplexity_LDADD = $(TEST_LIBS) $(JANSSON_LIBS)

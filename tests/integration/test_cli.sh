@@ -41,8 +41,8 @@ echo "ok: inspect"
 
 # backends lists cpu and hello
 "$kiln" backends >"$tmp/backends" || fail "backends exited $?"
-grep -q "^cpu .*ABI 2.3" "$tmp/backends" || fail "backends: no cpu"
-grep -q "^hello .*ABI 2.3" "$tmp/backends" || fail "backends: no hello"
+grep -q "^cpu .*ABI 2.4" "$tmp/backends" || fail "backends: no cpu"
+grep -q "^hello .*ABI 2.4" "$tmp/backends" || fail "backends: no hello"
 echo "ok: backends"
 
 # config --keys documents core and plugin sections

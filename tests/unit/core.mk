@@ -15,7 +15,8 @@ check_LTLIBRARIES += \
 	tests/plugins/kiln-broken-oversize.la \
 	tests/plugins/kiln-modes-23.la \
 	tests/plugins/kiln-modes-22.la \
-	tests/plugins/kiln-modes-23-short.la
+	tests/plugins/kiln-modes-23-short.la \
+	tests/plugins/kiln-cfg-origin.la
 tests_plugins_kiln_noentry_la_SOURCES = tests/plugins/broken_noentry.c
 tests_plugins_kiln_noentry_la_LDFLAGS = $(broken_plugin_ldflags)
 tests_plugins_kiln_broken_abi_la_SOURCES = tests/plugins/broken_abi.c tests/plugins/broken_common.h
@@ -42,6 +43,13 @@ tests_plugins_kiln_modes_22_la_SOURCES = tests/plugins/modes_22.c tests/plugins/
 tests_plugins_kiln_modes_22_la_LDFLAGS = $(broken_plugin_ldflags)
 tests_plugins_kiln_modes_23_short_la_SOURCES = tests/plugins/modes_23_short.c tests/plugins/modes_common.h
 tests_plugins_kiln_modes_23_short_la_LDFLAGS = $(broken_plugin_ldflags)
+# cfg_origin (ABI 2.4): an open() refusal names where the value came from,
+# through backends/common/config_origin.h as in the backends, and a host
+# table of 2.3 gets the message without the place.
+tests_plugins_kiln_cfg_origin_la_SOURCES = tests/plugins/cfg_origin.c
+tests_plugins_kiln_cfg_origin_la_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/backends/common
+tests_plugins_kiln_cfg_origin_la_LIBADD = backends/common/libkilnnodecheck.la
+tests_plugins_kiln_cfg_origin_la_LDFLAGS = $(broken_plugin_ldflags)
 
 check_PROGRAMS += tests/unit/test_status tests/unit/test_config tests/unit/test_plugin_loader \
 	tests/unit/test_sampler

@@ -5,7 +5,8 @@
  * machine without the NVIDIA driver that is "no NVIDIA driver
  * (libcuda.so.1: ...)" and planning on them fails with that reason.
  * `kiln backends` lists them the same way, and the example configs
- * conf/cuda-*.ini validate. */
+ * conf/cuda-*.ini validate. A value open() refuses before it looks for a
+ * device names the file and line it came from. */
 #include "config.h"
 
 #include <dlfcn.h>
@@ -19,6 +20,7 @@
 
 #include <cmocka.h>
 
+#include "kiln/host.h"
 #include "kiln/kiln.h"
 #include "testutil.h"
 
@@ -252,6 +254,58 @@ static void test_tensor_parallel_refused(void **state) {
   kiln_plugin_registry_free(r);
 }
 
+static const char *origin_must_not_run(const kiln_config_section *sec, const char *key) {
+  (void)sec;
+  fail_msg("cfg_origin(%s) was called through a host table of ABI 2.3", key);
+  return NULL;
+}
+
+/* devices is read before open() looks for the driver, so its refusal is
+ * seen on any machine: prefixed by the file and line of the value, and,
+ * through a host table of 2.3 (which ends before cfg_origin), as it was
+ * before the host could say where. */
+static void test_open_refusal_names_origin(void **state) {
+  kiln_host_api old = *kiln_host_api_get();
+  old.abi_minor = 3;
+  old.struct_size = KILN_HOST_API_SIZE_2_3;
+  old.cfg_origin = origin_must_not_run;
+  char *dir = kt_mkdtemp("cuda-origin");
+  char ini[4200], text[256], want[4400];
+  snprintf(ini, sizeof ini, "%s/bad.ini", dir);
+  kiln_plugin_registry *r;
+  KT_ASSERT_OK(kiln_plugin_registry_new(getenv("KILN_PLUGIN_PATH"), &r));
+  for (size_t i = 0; i < 3; i++) {
+    kiln_plugin *p;
+    KT_ASSERT_OK(kiln_plugin_registry_get(r, names[i], &p));
+    snprintf(text, sizeof text, "; a device list with a typo\n[%s]\n\ndevices = 0,x\n", names[i]);
+    assert_true(kt_write_file(ini, text, strlen(text)));
+    kiln_runtime *rt;
+    KT_ASSERT_OK(kiln_runtime_open(&(kiln_runtime_options){.config_path = ini, .use_environment = true}, &rt));
+    kiln_backend *b = NULL;
+    kiln_status st = kiln_backend_open(p, kiln_runtime_config(rt), &b);
+    printf("%s: %s\n", names[i], kiln_status_message(st));
+    snprintf(want, sizeof want, "backend %s: %s:4: [%s] devices = 0,x: not a list of device indices such as 0,1",
+             names[i], ini, names[i]);
+    assert_null(b);
+    assert_int_equal(kiln_status_code_of(st), KILN_STATUS_INVALID_ARGUMENT);
+    assert_string_equal(kiln_status_message(st), want);
+    kiln_status_free(st);
+    const kiln_backend_ops *e = kiln_plugin_entry(p);
+    void *pl = NULL, *be = NULL;
+    KT_ASSERT_OK(e->init(&old, &pl));
+    st = e->open(pl, kiln_config_section_get(kiln_runtime_config(rt), names[i]), &be);
+    snprintf(want, sizeof want, "[%s] devices = 0,x: not a list of device indices such as 0,1", names[i]);
+    assert_null(be);
+    assert_string_equal(kiln_status_message(st), want);
+    kiln_status_free(st);
+    e->fini(pl);
+    kiln_runtime_free(rt);
+  }
+  kiln_plugin_registry_free(r);
+  kt_rm_rf(dir);
+  free(dir);
+}
+
 static void test_conf_files(void **state) {
   static const char *const files[] = {"cuda-serial.ini", "cuda-batched.ini", "cuda-cc120.ini"};
   for (size_t i = 0; i < 3; i++) {
@@ -307,6 +361,7 @@ int main(void) {
       cmocka_unit_test(test_cc120_lower_cc),
       cmocka_unit_test(test_config_keys),
       cmocka_unit_test(test_tensor_parallel_refused),
+      cmocka_unit_test(test_open_refusal_names_origin),
       cmocka_unit_test(test_conf_files),
       cmocka_unit_test(test_kiln_backends),
   };

@@ -13,6 +13,7 @@
 #include <cmocka.h>
 
 #include "kiln/backend.h"
+#include "kiln/host.h"
 #include "testutil.h"
 
 static const char *builddir(void) {
@@ -136,6 +137,104 @@ static void test_describe_modes_by_minor(void **state) {
   expect_refused("modes-23-short", KILN_STATUS_ABI, sizes, NULL);
 }
 
+/* A configuration with cfg-origin's section declared and `ini` read from
+ * dir/bad.ini (its path in ini_path). */
+static kiln_config *origin_config(kiln_plugin *p, const char *dir, const char *ini, char *ini_path,
+                                  size_t cap) {
+  snprintf(ini_path, cap, "%s/bad.ini", dir);
+  assert_true(kt_write_file(ini_path, ini, strlen(ini)));
+  kiln_config *c;
+  KT_ASSERT_OK(kiln_config_new(&c));
+  KT_ASSERT_OK(kiln_backend_declare_config(p, c));
+  KT_ASSERT_OK(kiln_config_load_file(c, ini_path));
+  KT_ASSERT_OK(kiln_config_validate(c, false));
+  return c;
+}
+
+static void expect_open_refused(kiln_plugin *p, const kiln_config *c, const char *want) {
+  kiln_backend *b = NULL;
+  kiln_status st = kiln_backend_open(p, c, &b);
+  assert_null(b);
+  if (kiln_status_code_of(st) != KILN_STATUS_INVALID_ARGUMENT || strcmp(kiln_status_message(st), want) != 0)
+    fail_msg("open: [%s] \"%s\", expected \"%s\"", kiln_status_code_name(kiln_status_code_of(st)),
+             kiln_status_message(st), want);
+  kiln_status_free(st);
+}
+
+/* open() refuses a value of its section naming where it came from (the
+ * host table's cfg_origin, ABI 2.4, through config_origin.h): the file and
+ * line, or the flag that set it last. */
+static void test_open_refusal_names_origin(void **state) {
+  (void)state;
+  kiln_plugin *p;
+  KT_ASSERT_OK(kiln_plugin_load(broken_path("cfg-origin"), &p));
+  char *dir = kt_mkdtemp("cfg-origin");
+  char ini[4200], want[4400];
+  kiln_config *c = origin_config(p, dir, "; widgets come in pairs\n[cfg-origin]\n\nwidgets = 3\n", ini,
+                                 sizeof ini);
+  snprintf(want, sizeof want, "backend cfg-origin: %s:4: [cfg-origin] widgets = 3 is odd", ini);
+  expect_open_refused(p, c, want);
+  KT_ASSERT_OK(kiln_config_set(c, "cfg-origin", "widgets", "5", "--widgets"));
+  KT_ASSERT_OK(kiln_config_validate(c, false));
+  expect_open_refused(p, c, "backend cfg-origin: --widgets: [cfg-origin] widgets = 5 is odd");
+  kiln_config_free(c);
+  /* an accepted value opens */
+  c = origin_config(p, dir, "[cfg-origin]\nwidgets = 4\n", ini, sizeof ini);
+  kiln_backend *b = NULL;
+  KT_ASSERT_OK(kiln_backend_open(p, c, &b));
+  kiln_backend_close(b);
+  kiln_config_free(c);
+  kiln_plugin_unload(p);
+  kt_rm_rf(dir);
+  free(dir);
+}
+
+static const char *origin_must_not_run(const kiln_config_section *sec, const char *key) {
+  (void)sec;
+  fail_msg("cfg_origin(%s) was called through a host table of ABI 2.3", key);
+  return NULL;
+}
+
+/* A host table of 2.3 ends before cfg_origin: the plugins take it, never
+ * call what lies past its end, and refuse a value with today's message. */
+static void test_open_refusal_older_host(void **state) {
+  (void)state;
+  kiln_host_api old = *kiln_host_api_get();
+  old.abi_minor = 3;
+  old.struct_size = KILN_HOST_API_SIZE_2_3;
+  old.cfg_origin = origin_must_not_run;
+  kiln_plugin *p;
+  KT_ASSERT_OK(kiln_plugin_load(broken_path("cfg-origin"), &p));
+  char *dir = kt_mkdtemp("cfg-origin");
+  char ini[4200];
+  kiln_config *c = origin_config(p, dir, "[cfg-origin]\nwidgets = 3\n", ini, sizeof ini);
+  const kiln_backend_ops *e = kiln_plugin_entry(p);
+  void *pl = NULL, *be = NULL;
+  KT_ASSERT_OK(e->init(&old, &pl));
+  kiln_status st = e->open(pl, kiln_config_section_get(c, "cfg-origin"), &be);
+  assert_null(be);
+  assert_string_equal(kiln_status_message(st), "[cfg-origin] widgets = 3 is odd");
+  kiln_status_free(st);
+  e->fini(pl);
+  kiln_config_free(c);
+  kiln_plugin_unload(p);
+  /* the cpu plugin opens on it */
+  kiln_plugin_registry *r;
+  KT_ASSERT_OK(kiln_plugin_registry_new(getenv("KILN_PLUGIN_PATH"), &r));
+  KT_ASSERT_OK(kiln_plugin_registry_get(r, "cpu", &p));
+  e = kiln_plugin_entry(p);
+  KT_ASSERT_OK(kiln_config_new(&c));
+  KT_ASSERT_OK(kiln_backend_declare_config(p, c));
+  KT_ASSERT_OK(e->init(&old, &pl));
+  KT_ASSERT_OK(e->open(pl, kiln_config_section_get(c, "cpu"), &be));
+  e->close(be);
+  e->fini(pl);
+  kiln_config_free(c);
+  kiln_plugin_registry_free(r);
+  kt_rm_rf(dir);
+  free(dir);
+}
+
 static void test_not_a_shared_object(void **state) {
   (void)state;
   char *dir = kt_mkdtemp("plugin");
@@ -172,6 +271,8 @@ int main(void) {
       cmocka_unit_test(test_name_must_match_file),
       cmocka_unit_test(test_entry_symbol_checked),
       cmocka_unit_test(test_describe_modes_by_minor),
+      cmocka_unit_test(test_open_refusal_names_origin),
+      cmocka_unit_test(test_open_refusal_older_host),
       cmocka_unit_test(test_not_a_shared_object),
       cmocka_unit_test(test_valid_plugin_loads),
   };

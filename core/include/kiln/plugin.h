@@ -40,8 +40,9 @@ extern "C" {
 /* 2.1: probe_parallel. 2.2: MUL_MAT nodes carry p.mul_mat (kiln/graph.h),
  * a member of the node's parameter union that adds no bytes: a host of 2.1
  * leaves it zero, and a plugin of 2.1 does not read it. 2.3:
- * describe_modes. */
-#define KILN_PLUGIN_ABI_MINOR 3
+ * describe_modes. 2.4: the host table's cfg_origin (the ops table is
+ * 2.3's). */
+#define KILN_PLUGIN_ABI_MINOR 4
 #define KILN_PLUGIN_ENTRY_SYMBOL "kiln_backend_entry"
 
 typedef enum kiln_log_level {
@@ -104,7 +105,23 @@ typedef struct kiln_host_api {
   kiln_status (*kdesc_set_dtype)(kiln_kdesc *d, const char *name, kiln_type v);
   void (*kdesc_free)(kiln_kdesc *d);
   kiln_status (*kcache_get)(const kiln_kdesc *d, kiln_kernel **out_kernel);
+
+  /* ABI 2.4. Where the value of `key` in sec came from, as the host's own
+   * config errors name it: "conf/kiln.ini:7" (the file and line),
+   * "KILN_BACKEND" (an environment variable), "--backend" (a command-line
+   * flag), "default" (the declared default), "unset" (a key without a
+   * default that nothing set); NULL for a NULL sec or a key sec does not
+   * declare. The string lives as long as sec. For open() to say where a
+   * value it refuses was written ("conf/my.ini:12: [cuda-batched]
+   * mmq_shape = 128,128,4 is not auto or ..."). A table of 2.3 or older
+   * has no such member: read it only when abi_minor >= 4 and struct_size
+   * covers it, and otherwise refuse the value without the place. */
+  const char *(*cfg_origin)(const kiln_config_section *sec, const char *key);
 } kiln_host_api;
+
+/* The host table as ABI 2.3 ended it: the smallest a plugin of 2.4 that
+ * reads cfg_origin only where it is there can work with. */
+#define KILN_HOST_API_SIZE_2_3 offsetof(kiln_host_api, cfg_origin)
 
 /* What probe() reports, for `kiln backends` and for the planner. */
 typedef struct kiln_probe_info {

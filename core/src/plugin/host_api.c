@@ -50,6 +50,7 @@ const kiln_host_api *kiln_host_api_get(void) {
     host_api.cfg_int = kiln_config_get_int;
     host_api.cfg_float = kiln_config_get_float;
     host_api.cfg_bool = kiln_config_get_bool;
+    host_api.cfg_origin = kiln_config_origin;
     host_api.dequantize = kiln_dequantize;
     kiln__kcache_host_fill(&host_api);
     host_api_ready = 1;

@@ -24,7 +24,7 @@ struct kiln_plugin {
 };
 
 /* The smallest entry table the host accepts for each ABI minor: the table
- * as it ended in that minor. */
+ * as it ended in that minor (2.4 grew the host table only). */
 static size_t required_size(uint32_t minor) {
   if (minor == 0) return offsetof(kiln_backend_ops, sync) + sizeof(((kiln_backend_ops *)0)->sync);
   if (minor < 3) /* 2.2 added no bytes */
