@@ -19,11 +19,14 @@
  * major, read transposed. K is rounded up to 16 with zeros (cuBLASLt's FP8
  * leading dimensions are multiples of 16), and a weight whose N is not
  * (or whose tiles are not: fp8_direct) writes each tile's output through
- * an aligned buffer (lt_out) that one strided copy puts in place. Fewer
- * than 16 tokens are padded to 16 columns of zeros (scale 1) and go
- * through lt_out too: on the H100 (cuBLASLt 13, 2026-12-07) T = 3 found no
- * algorithm (CUBLAS_STATUS_NOT_SUPPORTED from the heuristic) where T = 9
- * and more did. */
+ * an aligned buffer (lt_out) that one strided copy puts in place. The
+ * GEMM's M (a tile's rows) is rounded up to 16 with zero rows of scale 1
+ * (fp8_rows' n_pad) and fewer than 16 tokens to 16 zero columns
+ * (fp8_input's); both outputs go through lt_out. On the H100 (cuBLASLt 13,
+ * 2026-12-07) tiles of 37 and 73 rows found no algorithm
+ * (CUBLAS_STATUS_NOT_SUPPORTED from the heuristic, with T 3 or padded to
+ * 16) where 700 rows did: PyTorch's scaled_mm asks the same of the
+ * matching dimension. */
 #include "config.h"
 
 #include <stdio.h>
@@ -96,8 +99,10 @@ kiln_status kiln_cuda_fp8_prepare(kiln_cuda_backend *be, const kiln_node *node,
   KILN_RETURN_IF_ERROR(kiln_cuda_fp8_input_describe(host, be->compiler, node, FP8_MAX, FP8_BLOCK, &d));
   KILN_RETURN_IF_ERROR(get_fn(be, d, node, &ns->gemm_input.fn));
   ns->gemm_input.block = FP8_BLOCK;
+  /* a tile's rows in whole 16s (fp8_rows pads them) */
   KILN_RETURN_IF_ERROR(kiln_cuda_scratch_reserve(
-      be, (uint64_t)kiln_cuda_tile_rows(be, KILN_CUDA_GEMM_FP8, k, n) * kiln_cuda_tile_row_bytes(KILN_CUDA_GEMM_FP8, k), node));
+      be, (uint64_t)k16(kiln_cuda_tile_rows(be, KILN_CUDA_GEMM_FP8, k, n)) *
+              kiln_cuda_tile_row_bytes(KILN_CUDA_GEMM_FP8, k), node));
   /* every column the input can hold (16 at least), then a scale each */
   KILN_RETURN_IF_ERROR(
       kiln_cuda_x16_reserve(be, (uint64_t)fp8_cols((int64_t)cols) * ((uint64_t)k16(k) + 4u), node));
@@ -174,7 +179,7 @@ kiln_status kiln_cuda_mul_mat_fp8(kiln_cuda_backend *be, const kiln_node *node,
   const int64_t tile = kiln_cuda_tile_rows(be, KILN_CUDA_GEMM_FP8, k, n);
   const int64_t row_bytes = kiln_type_row_bytes(wt->type, k);
   if (!be->lt || !be->lt_ws || !ns->dequant.fn || !ns->gemm_input.fn ||
-      (uint64_t)tile * kiln_cuda_tile_row_bytes(KILN_CUDA_GEMM_FP8, k) > be->scratch_bytes ||
+      (uint64_t)k16(tile) * kiln_cuda_tile_row_bytes(KILN_CUDA_GEMM_FP8, k) > be->scratch_bytes ||
       (uint64_t)fp8_cols(n_tokens) * ((uint64_t)kk + 4u) > be->x16_bytes)
     return be->host->status_new(KILN_STATUS_INTERNAL,
                                 "mul_mat node '%.*s': the FP8 GEMM was not prepared",
@@ -199,16 +204,16 @@ kiln_status kiln_cuda_mul_mat_fp8(kiln_cuda_backend *be, const kiln_node *node,
     kiln_cuda_x16_mark(be, xt, n_tokens, false);
   }
   for (int64_t r0 = 0; r0 < n; r0 += tile) {
-    int rows = (int)(n - r0 < tile ? n - r0 : tile);
+    int rows = (int)(n - r0 < tile ? n - r0 : tile), m = (int)k16(rows); /* aligned: m == rows */
     CUdeviceptr src = w + (CUdeviceptr)(r0 * row_bytes), dst = be->scratch;
-    void *args[] = {&src, &dst, &rows};
+    void *args[] = {&src, &dst, &rows, &m};
     KILN_RETURN_IF_ERROR(kiln_cuda_launch(be, node, "fp8_rows", ns->dequant.fn,
-                                          (uint32_t)(rows > 65535 ? 65535 : rows), 1,
+                                          (uint32_t)(m > 65535 ? 65535 : m), 1,
                                           ns->dequant.block, args));
     fp8_gemm g = {0};
     const CUdeviceptr out = aligned ? y + (CUdeviceptr)r0 * 4u : be->lt_out;
-    const int ldc = aligned ? (int)n : (int)k16(rows);
-    kiln_status st = fp8_gemm_run(be, node, &g, be->scratch, be->x16, out, rows, cols, (int)kk, ldc);
+    const int ldc = aligned ? (int)n : m;
+    kiln_status st = fp8_gemm_run(be, node, &g, be->scratch, be->x16, out, m, cols, (int)kk, ldc);
     fp8_gemm_free(&g);
     KILN_RETURN_IF_ERROR(st);
     if (!aligned) { /* the tile's rows x T outputs to their place in Y */

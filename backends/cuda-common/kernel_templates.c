@@ -261,14 +261,15 @@ static const kiln_kparam_decl fp8_rows_params[] = {
     BLOCK_SIZE_PARAM,
     {"w", KILN_KPARAM_PTR, KILN_KPARAM_RUNTIME, "the first weight row of the tile"},
     {"y", KILN_KPARAM_PTR, KILN_KPARAM_RUNTIME,
-     "the tile: n_rows rows of K rounded up to 16 e4m3 bytes, then n_rows f32 scales "
-     "(dynamic, one a row)"},
-    {"n_rows", KILN_KPARAM_I32, KILN_KPARAM_RUNTIME, "rows in the tile"},
+     "the tile: n_pad rows of K rounded up to 16 e4m3 bytes, then n_pad f32 scales "
+     "(dynamic, one a row; 1 for a padding row)"},
+    {"n_rows", KILN_KPARAM_I32, KILN_KPARAM_RUNTIME, "weight rows in the tile"},
+    {"n_pad", KILN_KPARAM_I32, KILN_KPARAM_RUNTIME, "rows written: n_rows, then zero rows up to a whole 16"},
 };
 
 static const kiln_ktemplate fp8_rows = {
     .name = KILN_CUDA_T_FP8_ROWS,
-    .version = 1,
+    .version = 2,
     .entry = "kiln_fp8_rows",
     .source = fp8_rows_source,
     .params = fp8_rows_params,

@@ -16,9 +16,9 @@
 #include "fp8_rows.cu.tmpl"
 #include "fp8_input.cu.tmpl"
 
-static const char *rows(unsigned grid, const unsigned char *w, unsigned char *tile, int n_rows) {
+static const char *rows(unsigned grid, const unsigned char *w, unsigned char *tile, int n_rows, int n_pad) {
   return kiln_emu::launch(kiln_emu_dim3{grid, 1, 1}, KILN_BLOCK,
-                          [&] { kiln_fp8_rows(w, tile, n_rows); });
+                          [&] { kiln_fp8_rows(w, tile, n_rows, n_pad); });
 }
 static const char *input(unsigned grid, const float *x, unsigned char *y, int n_cols, int n_pad) {
   return kiln_emu::launch(kiln_emu_dim3{grid, 1, 1}, KILN_BLOCK,

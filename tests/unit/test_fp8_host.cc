@@ -246,7 +246,7 @@ static int check_operand(const char *what, const float *v, long long k, long lon
   return bad;
 }
 
-typedef const char *(*rows_fn)(unsigned, const unsigned char *, unsigned char *, int);
+typedef const char *(*rows_fn)(unsigned, const unsigned char *, unsigned char *, int, int);
 
 /* One weight type's tile: 7 rows, grids of 1, 3 and 11 blocks. */
 static int tile_case(kiln_type type, long long k, long long k16, rows_fn rows, uint64_t seed) {
@@ -259,12 +259,27 @@ static int tile_case(kiln_type type, long long k, long long k16, rows_fn rows, u
   static const unsigned grids[] = {1, 3, 11};
   for (unsigned g : grids) {
     memset(tile.data(), 0xcd, tile.size()); /* the padding must be written */
-    const char *err = rows(g, w, tile.data(), n);
+    const char *err = rows(g, w, tile.data(), n, n);
     if (err) fail_msg("fp8_rows %s: %s", kiln_type_name(type), err);
     char what[64];
     snprintf(what, sizeof what, "fp8_rows %s grid %u", kiln_type_name(type), g);
     bad += check_operand(what, v, k, k16, n, tile.data());
   }
+  /* padded to 16 rows (the GEMM's tiles are whole 16s): the 7 rows and
+   * their scales as before, 9 zero rows of scale 1 */
+  std::vector<unsigned char> padded((size_t)(16 * (k16 + 4)), 0xcd);
+  if (const char *err = rows(4, w, padded.data(), n, 16)) fail_msg("fp8_rows: %s", err);
+  if (memcmp(padded.data(), tile.data(), (size_t)(n * k16)) != 0 ||
+      memcmp(padded.data() + 16 * k16, tile.data() + n * k16, (size_t)n * 4) != 0)
+    bad++, printf("  fp8_rows %s padded: the real rows differ\n", kiln_type_name(type));
+  for (long long i = n * k16; i < 16 * k16; i++)
+    if (padded[(size_t)i] != 0) {
+      bad++, printf("  fp8_rows %s padded: byte %lld is 0x%02x\n", kiln_type_name(type), i, padded[(size_t)i]);
+      break;
+    }
+  const float *ps = reinterpret_cast<const float *>(padded.data() + 16 * k16);
+  for (int r = n; r < 16; r++)
+    if (ps[r] != 1.0f) bad++, printf("  fp8_rows %s padded: row %d scale %g\n", kiln_type_name(type), r, (double)ps[r]);
   printf("fp8_rows %-4s K = %lld (%lld bytes a row): %s\n", kiln_type_name(type), k, k16,
          bad ? "DIFFER" : "bit for bit");
   free(v);
@@ -362,7 +377,7 @@ static double gemm_case(kiln_type type, long long k, long long k16, rows_fn rows
   kg_fill(&r, x.data(), k * t, -1, 1);
   for (long long i = 0; i < k * t; i += 41) x[i] *= 30.0f;
   std::vector<unsigned char> tile((size_t)(n * (k16 + 4))), xq((size_t)(t * (k16 + 4)));
-  if (const char *err = rows(5, w, tile.data(), n)) fail_msg("fp8_rows: %s", err);
+  if (const char *err = rows(5, w, tile.data(), n, n)) fail_msg("fp8_rows: %s", err);
   if (const char *err = input(2, x.data(), xq.data(), t, t)) fail_msg("fp8_input: %s", err);
   const float *sa = reinterpret_cast<const float *>(tile.data() + n * k16);
   const float *sb = reinterpret_cast<const float *>(xq.data() + t * k16);
