@@ -322,11 +322,16 @@ static int device_cc(kiln_runtime *rt, const char *name) {
  * T = 9 a partial 64-token tile; q16mma again with mmq_shape = 64,32,8,1:
  * eleven 64-row tiles, one 32-token tile of 9, the next step prefetched
  * into registers), and K = 100 (F32, F16,
- * BF16) rows that are no multiple of 8 (nor of 16: fp8 pads them). */
+ * BF16) rows that are no multiple of 8 (nor of 16: fp8 pads them). Every
+ * buffer and scratch starts as 0xFF bytes (NaN): an output element no
+ * GEMM wrote fails as non-finite. fp8's bound is 8e-2: its Q4_K cases
+ * measured 4.1-6.0e-2 on the H100 (2026-12-07; 6.02e-2 at K = 14336, T = 3,
+ * tiles of 73 rows padded to 80), well above the 2e-3 floor that shows
+ * e4m3 was used. */
 static void test_mul_mat_gemm_modes(void **state) {
   static const char *const modes[] = {"bf16x3", "tf32", "bf16", "q16mma", "q16mma", "fp8"};
   static const char *const mmq_shapes[] = {"auto", "auto", "auto", "auto", "64,32,8,1", "auto"};
-  static const double tols[] = {2e-5, 2e-3, 1.5e-2, 2e-4, 2e-4, 6e-2};
+  static const double tols[] = {2e-5, 2e-3, 1.5e-2, 2e-4, 2e-4, 8e-2};
   int bad = 0;
   for (size_t mi = 0; mi < sizeof modes / sizeof modes[0]; mi++) {
     const kiln_config_override ov[] = {
@@ -336,9 +341,11 @@ static void test_mul_mat_gemm_modes(void **state) {
         {"cuda-cc120", "gemm_scratch_mib", "1", "test"},
         {"cuda-batched", "mmq_shape", mmq_shapes[mi], "test"},
         {"cuda-cc120", "mmq_shape", mmq_shapes[mi], "test"},
+        {"cuda-batched", "poison", "255", "test"},
+        {"cuda-cc120", "poison", "255", "test"},
     };
     if (strcmp(mmq_shapes[mi], "auto") != 0) printf("mmq_shape = %s\n", mmq_shapes[mi]);
-    kiln_runtime *rt = kg_runtime_mode("f32", true, ov, 6);
+    kiln_runtime *rt = kg_runtime_mode("f32", true, ov, sizeof ov / sizeof ov[0]);
     for (int b = 0; b < KG_N_BACKENDS; b++) {
       if (strcmp(kg_backends[b], "cuda-serial") == 0) continue; /* no GEMM: one token at a time */
       kiln_backend *be = kg_backend_open(rt, kg_backends[b]);
