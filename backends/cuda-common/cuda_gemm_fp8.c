@@ -25,8 +25,10 @@
  * (fp8_input's); both outputs go through lt_out. On the H100 (cuBLASLt 13,
  * 2026-12-07) tiles of 37 and 73 rows found no algorithm
  * (CUBLAS_STATUS_NOT_SUPPORTED from the heuristic, with T 3 or padded to
- * 16) where 700 rows did: PyTorch's scaled_mm asks the same of the
- * matching dimension. */
+ * 16) where 700 rows did, and the row padding made them pass: PyTorch's
+ * scaled_mm asks the same of the matching dimension. The column padding
+ * came first and did not help alone; whether T < 16 needs it was not
+ * isolated, and it costs a 16-column copy. */
 #include "config.h"
 
 #include <stdio.h>
