@@ -15,10 +15,12 @@
 # suite fails, when the tool reports anything (--error-exitcode, and the
 # summary line must say 0 errors / 0 hazards), or when it outlasts
 # SAN_TIMEOUT seconds. Runs SAN_JOBS at a time (they share the GPU). The
-# per-run logs are concatenated into $OUT/sanitize.log (one file: the run
-# tool brings back few); each run's summary line is printed as it ends
-# (and kept in $OUT/sanitize-lines.txt), the verdicts last, one per suite
-# and tool, and the exit status is the number of failed runs.
+# per-run logs join $OUT/sanitize.log as each run ends (one file: the run
+# tool brings back few; a sweep its caller cuts short keeps them); each
+# run's summary line, with the three commonest sites of its printed
+# reports ("[at kiln_bias_add x12, ...]"), is printed as it ends (and kept
+# in $OUT/sanitize-lines.txt), the verdicts last, one per suite and tool,
+# and the exit status is the number of failed runs.
 #   SAN_TOOLS="memcheck initcheck"   a subset of the tools
 #   SAN_SUITES="tests/gpu/test_gpu_ops"   a subset of the suites
 #   SAN_SPLIT="test_gpu_golden test_gpu_qwen35"   (the default) suites run once
@@ -74,17 +76,26 @@ one() { # SUITE TOOL BACKEND: runs it, writes $dir/NAME.log and $dir/NAME.rc,
   # No summary line: the suite did not start under the tool (a library the
   # loader cannot find, a missing program); its last line says why.
   [ -n "$line" ] || line="no summary line: $(tail -1 "$dir/$name.log" | cut -c1-160)"
+  # where the printed reports are (kernel or API call, offsets dropped):
+  # the first thing to know when a count is large
+  local sites
+  sites=$(grep -E '^=+ +at ' "$dir/$name.log" | sed -E 's/^=+ +at //; s/\+0x[0-9a-f]+//; s/ in .*//' |
+    sort | uniq -c | sort -rn | head -3 | awk '{ printf "%s%s x%s", (NR > 1 ? ", " : ""), $2, $1 }')
+  [ -n "$sites" ] && line="$line [at $sites]"
   printf 'done: %-28s %-9s exit %-3s %s\n' "$(label "$suite" "$backend")" "$tool" "$rc" \
     "$line" | tee -a "$out/sanitize-lines.txt"
+  # the log joins sanitize.log as the run ends (one writer at a time), so
+  # a sweep cut short by its caller's time limit keeps what it found
+  { flock 9; { echo "######## $(label "$suite" "$backend") under $tool: exit $rc"; cat "$dir/$name.log"; } >> "$out/sanitize.log"; } 9> "$dir/.lock"
 }
 export -f one label
 export dir limit out
 : > "$out/sanitize-lines.txt"
+: > "$out/sanitize.log"
 t0=$(date +%s)
 runs | xargs -P "$jobs" -L 1 bash -c 'one "$0" "$1" "$2"'
 
 bad=0
-: > "$out/sanitize.log"
 summary=""
 while read -r s t b; do
   {
@@ -102,7 +113,6 @@ while read -r s t b; do
     [ $verdict = ok ] || bad=$((bad + 1))
     summary+=$(printf '%-28s %-9s %-4s exit %-3s %s' "$(label "$s" "$b")" "$t" "$verdict" "$rc" \
       "$line")$'\n'
-    { echo "######## $(label "$s" "$b") under $t: exit $rc"; cat "$dir/$name.log"; } >> "$out/sanitize.log"
   }
 done < <(runs)
 rm -rf "$dir"
