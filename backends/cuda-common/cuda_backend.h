@@ -210,9 +210,12 @@ typedef enum kiln_cuda_gemm_mode {
   KILN_CUDA_GEMM_Q16MMA = 4, /* block weights read directly by mmq.cu on int8 tensor cores,
                                activations q16 as two int8 halves: the decode matvec_q's
                                arithmetic; other weights take bf16x3 */
-  KILN_CUDA_GEMM_FP8 = 5     /* e4m3 with a scale a weight row and a token, cuBLASLt, f32
+  KILN_CUDA_GEMM_FP8 = 5,    /* e4m3 with a scale a weight row and a token, cuBLASLt, f32
                                 sums (cuda_gemm_fp8.c): ~3e-2 relative; compute capability
                                 9.0 */
+  KILN_CUDA_GEMM_TF32X3 = 6  /* TF32 hi/lo terms, 3 K terms, f32 sums (gemm_operand.cuh):
+                                ~2^-21 relative, f32's grade at TF32 tensor-core rate;
+                                compute capability 8.0 */
 } kiln_cuda_gemm_mode;
 
 /* What prepare() resolved for one node, found again by run(). */
@@ -291,13 +294,15 @@ typedef struct kiln_cuda_buffer {
 
 /* The mode's name as [<plugin>] gemm spells it. */
 const char *kiln_cuda_gemm_name(kiln_cuda_gemm_mode g);
-/* The operand form of mode g's tiles ("f32", "bf16", "bf16x3"; q16mma's
- * fallback for the weights mmq does not take is bf16x3) and the bf16
- * terms a value takes in them (0: f32 values). */
+/* The operand form of mode g's tiles ("f32", "bf16", "bf16x3", "tf32x3";
+ * q16mma's fallback for the weights mmq does not take is bf16x3), the
+ * terms a value takes in them (0: f32 values), and the bytes of one term
+ * (2 for bf16, 4 for tf32x3's f32 words). */
 const char *kiln_cuda_gemm_operand(kiln_cuda_gemm_mode g);
 unsigned kiln_cuda_gemm_terms(kiln_cuda_gemm_mode g);
+unsigned kiln_cuda_gemm_term_bytes(kiln_cuda_gemm_mode g);
 
-#define KILN_CUDA_GEMM_MODES 6 /* one past KILN_CUDA_GEMM_FP8 */
+#define KILN_CUDA_GEMM_MODES 7 /* one past KILN_CUDA_GEMM_TF32X3 */
 
 /* A list-valued key's value, "N,N,...": up to n_max decimal numbers of
  * at most KILN_CUDA_LIST_MAX each, separated by single commas, nothing

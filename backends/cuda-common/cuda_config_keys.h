@@ -35,10 +35,12 @@
   {.name = "gemm",                                                            \
    .type = KILN_CONFIG_ENUM,                                                  \
    .default_value = "bf16x3",                                                 \
-   .choices = "f32|tf32|bf16|bf16x3|q16mma|fp8",                              \
+   .choices = "f32|tf32|bf16|bf16x3|tf32x3|q16mma|fp8",                       \
    .help = "prefill GEMM arithmetic, all with f32 sums: bf16x3 keeps each "   \
            "operand as two bf16 terms (three products a pair, about 5e-6 "    \
-           "relative) on tensor cores; f32 is IEEE f32 on CUDA cores (3.2x "  \
+           "relative) on tensor cores; tf32x3 the same in TF32 terms (about " \
+           "2^-21, f32's grade, at half bf16x3's tensor rate; not yet "       \
+           "measured on a device); f32 is IEEE f32 on CUDA cores (3.2x "      \
            "slower); tf32 and bf16 round the operands for tensor cores "      \
            "(LOWER accuracy: about 4e-4 and 2e-3 relative a GEMM; both fail " \
            "kiln parity's default thresholds on a 7B); q16mma reads block "   \

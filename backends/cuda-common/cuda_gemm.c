@@ -64,7 +64,7 @@ uint64_t kiln_cuda_tile_row_bytes(kiln_cuda_gemm_mode g, int64_t k) {
   const unsigned terms = kiln_cuda_gemm_terms(g);
   /* fp8: K rounded up to 16 e4m3 bytes and the row's f32 scale (fp8_rows) */
   if (g == KILN_CUDA_GEMM_FP8) return (uint64_t)(k + 15) / 16 * 16 + 4u;
-  return (uint64_t)k * (terms ? 2u * terms : 4u);
+  return (uint64_t)k * (terms ? kiln_cuda_gemm_term_bytes(g) * terms : 4u);
 }
 
 int64_t kiln_cuda_tile_rows(const kiln_cuda_backend *be, kiln_cuda_gemm_mode g, int64_t k,
@@ -128,14 +128,17 @@ kiln_status kiln_cuda_mul_mat_gemm(kiln_cuda_backend *be, const kiln_node *node,
     return be->host->status_new(KILN_STATUS_INTERNAL,
                                 "mul_mat node '%.*s': the weight tile was not prepared",
                                 KILN_NAME_MAX, node->name);
+  const unsigned term_bytes = kiln_cuda_gemm_term_bytes(ns->gemm);
   if (terms && (!ns->gemm_input.fn ||
-                (uint64_t)kk * (uint64_t)n_tokens * 2u > be->x16_bytes || kk > INT32_MAX))
+                (uint64_t)kk * (uint64_t)n_tokens * term_bytes > be->x16_bytes || kk > INT32_MAX))
     return be->host->status_new(KILN_STATUS_INTERNAL,
                                 "mul_mat node '%.*s': the 16-bit activations were not prepared",
                                 KILN_NAME_MAX, node->name);
-  cublasComputeType_t compute = ns->gemm == KILN_CUDA_GEMM_TF32 ? CUBLAS_COMPUTE_32F_FAST_TF32
-                                                                : CUBLAS_COMPUTE_32F;
-  const cudaDataType_t in_type = terms ? CUDA_R_16BF : CUDA_R_32F;
+  /* tf32x3's terms are TF32 values already (gemm_operand.cuh): the fast
+   * TF32 compute type multiplies them exactly */
+  const bool tf32 = ns->gemm == KILN_CUDA_GEMM_TF32 || ns->gemm == KILN_CUDA_GEMM_TF32X3;
+  cublasComputeType_t compute = tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
+  const cudaDataType_t in_type = terms && term_bytes == 2 ? CUDA_R_16BF : CUDA_R_32F;
   CUdeviceptr b = x;
   if (terms) { /* the activations' operand, once for every tile (and the next GEMM of x) */
     const kiln_tensor *xt = node->src[1];

@@ -241,11 +241,12 @@ static kiln_status read_config(kiln_cuda_backend *be, const kiln_config_section 
     else if (strcmp(g, "bf16") == 0) be->gemm = KILN_CUDA_GEMM_BF16;
     else if (strcmp(g, "q16mma") == 0) be->gemm = KILN_CUDA_GEMM_Q16MMA;
     else if (strcmp(g, "fp8") == 0) be->gemm = KILN_CUDA_GEMM_FP8;
+    else if (strcmp(g, "tf32x3") == 0) be->gemm = KILN_CUDA_GEMM_TF32X3;
     else
       return kiln_config_origin_annotate(
           host, cfg, "gemm",
           host->status_new(KILN_STATUS_INVALID_ARGUMENT,
-                           "[%s] gemm = %s is not f32|tf32|bf16|bf16x3|q16mma|fp8", fl->name, g));
+                           "[%s] gemm = %s is not f32|tf32|bf16|bf16x3|tf32x3|q16mma|fp8", fl->name, g));
     be->scratch_cap = (uint64_t)host->cfg_int(cfg, "gemm_scratch_mib") << 20;
     const char *ms = host->cfg_str(cfg, "mmq_shape");
     if (ms && strcmp(ms, "auto") != 0) {

@@ -158,7 +158,8 @@ static kiln_status prepare_mul_mat(kiln_cuda_backend *be, const kiln_node *node,
     KILN_RETURN_IF_ERROR(get_fn(be, d, node, &ns->gemm_input.fn));
     ns->gemm_input.block = ELTWISE_BLOCK;
     KILN_RETURN_IF_ERROR(kiln_cuda_x16_reserve(
-        be, (uint64_t)terms * (uint64_t)k * (uint64_t)node->src[1]->ne[1] * 2u, node));
+        be, (uint64_t)terms * (uint64_t)k * (uint64_t)node->src[1]->ne[1] *
+                kiln_cuda_gemm_term_bytes(ns->gemm), node));
   }
   return NULL;
 }

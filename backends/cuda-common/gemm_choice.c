@@ -27,6 +27,7 @@ const char *kiln_cuda_gemm_name(kiln_cuda_gemm_mode g) {
   case KILN_CUDA_GEMM_BF16X3: return "bf16x3";
   case KILN_CUDA_GEMM_Q16MMA: return "q16mma";
   case KILN_CUDA_GEMM_FP8: return "fp8";
+  case KILN_CUDA_GEMM_TF32X3: return "tf32x3";
   }
   return "?";
 }
@@ -34,21 +35,27 @@ const char *kiln_cuda_gemm_name(kiln_cuda_gemm_mode g) {
 const char *kiln_cuda_gemm_operand(kiln_cuda_gemm_mode g) {
   return g == KILN_CUDA_GEMM_BF16                                      ? "bf16"
          : g == KILN_CUDA_GEMM_BF16X3 || g == KILN_CUDA_GEMM_Q16MMA ? "bf16x3"
+         : g == KILN_CUDA_GEMM_TF32X3                               ? "tf32x3"
          : g == KILN_CUDA_GEMM_FP8                                  ? "fp8"
                                                                       : "f32";
 }
 
 unsigned kiln_cuda_gemm_terms(kiln_cuda_gemm_mode g) {
-  return g == KILN_CUDA_GEMM_BF16                                      ? 1u
-         : g == KILN_CUDA_GEMM_BF16X3 || g == KILN_CUDA_GEMM_Q16MMA ? 3u
-                                                                      : 0u;
+  return g == KILN_CUDA_GEMM_BF16 ? 1u
+         : g == KILN_CUDA_GEMM_BF16X3 || g == KILN_CUDA_GEMM_Q16MMA || g == KILN_CUDA_GEMM_TF32X3
+             ? 3u
+             : 0u;
+}
+
+unsigned kiln_cuda_gemm_term_bytes(kiln_cuda_gemm_mode g) {
+  return g == KILN_CUDA_GEMM_TF32X3 ? 4u : 2u;
 }
 
 int kiln_cuda_gemm_cc_needed(kiln_cuda_gemm_mode g) {
   switch (g) {
   case KILN_CUDA_GEMM_FP8: return 9;
   case KILN_CUDA_GEMM_BF16: case KILN_CUDA_GEMM_BF16X3: case KILN_CUDA_GEMM_Q16MMA:
-  case KILN_CUDA_GEMM_TF32: return 8;
+  case KILN_CUDA_GEMM_TF32: case KILN_CUDA_GEMM_TF32X3: return 8;
   case KILN_CUDA_GEMM_F32: return 0;
   }
   return 0;
@@ -59,7 +66,7 @@ const char *kiln_cuda_gemm_cc_what(kiln_cuda_gemm_mode g) {
   case KILN_CUDA_GEMM_FP8: return "FP8 tensor cores with per-row scale vectors in cuBLASLt";
   case KILN_CUDA_GEMM_Q16MMA: return "int8 tensor cores";
   case KILN_CUDA_GEMM_BF16: case KILN_CUDA_GEMM_BF16X3: return "bf16 tensor cores";
-  case KILN_CUDA_GEMM_TF32: return "TF32 tensor cores";
+  case KILN_CUDA_GEMM_TF32: case KILN_CUDA_GEMM_TF32X3: return "TF32 tensor cores";
   case KILN_CUDA_GEMM_F32: return "";
   }
   return "";

@@ -133,8 +133,8 @@ static const kiln_ktemplate matvec = {
 /* The GEMM operand form both prefill-operand templates bake. */
 #define GEMM_OPERAND_PARAM                                                        \
   {"operand", KILN_KPARAM_STR, KILN_KPARAM_BAKED,                                 \
-   "the GEMM's operand form ([<plugin>] gemm): f32, bf16, or bf16x3 (hi and lo " \
-   "bf16 terms, three K terms a value)"}
+   "the GEMM's operand form ([<plugin>] gemm): f32, bf16, bf16x3 (hi and lo "    \
+   "bf16 terms, three K terms a value) or tf32x3 (the same in TF32 terms)"}
 
 static const char dequant_rows_source[] =
 #include "grid_dep.cuh.inc"
@@ -151,7 +151,7 @@ static const kiln_kparam_decl dequant_rows_params[] = {
     BLOCK_SIZE_PARAM,
     {"w", KILN_KPARAM_PTR, KILN_KPARAM_RUNTIME, "the first weight row of the tile"},
     {"y", KILN_KPARAM_PTR, KILN_KPARAM_RUNTIME,
-     "the tile: n_rows rows of k f32 or bf16, or of 3 k bf16 (bf16x3)"},
+     "the tile: n_rows rows of k f32 or bf16, or of 3 k bf16 (bf16x3) or f32 words (tf32x3)"},
     {"n_rows", KILN_KPARAM_I32, KILN_KPARAM_RUNTIME, "rows in the tile"},
 };
 
@@ -163,7 +163,7 @@ static const kiln_ktemplate dequant_rows = {
     .params = dequant_rows_params,
     .n_params = sizeof dequant_rows_params / sizeof dequant_rows_params[0],
     .help = "weight rows to the prefill GEMM's tile (bit-exact to core/dequant.c, then f32, "
-            "bf16 or the bf16x3 split)",
+            "bf16, or the bf16x3 or tf32x3 split)",
 };
 
 static const char gemm_input_source[] =
@@ -177,7 +177,8 @@ static const kiln_kparam_decl gemm_input_params[] = {
     GEMM_OPERAND_PARAM,
     BLOCK_SIZE_PARAM,
     {"x", KILN_KPARAM_PTR, KILN_KPARAM_RUNTIME, "f32 [k, n_cols]"},
-    {"y", KILN_KPARAM_PTR, KILN_KPARAM_RUNTIME, "bf16 [k, n_cols], or [3 k, n_cols] (bf16x3)"},
+    {"y", KILN_KPARAM_PTR, KILN_KPARAM_RUNTIME,
+     "bf16 [k, n_cols], or [3 k, n_cols] of bf16 (bf16x3) or of f32 words (tf32x3)"},
     {"n_cols", KILN_KPARAM_I32, KILN_KPARAM_RUNTIME, "columns (tokens) in this launch"},
 };
 
@@ -188,7 +189,8 @@ static const kiln_ktemplate gemm_input = {
     .source = gemm_input_source,
     .params = gemm_input_params,
     .n_params = sizeof gemm_input_params / sizeof gemm_input_params[0],
-    .help = "the prefill GEMM's activations to its 16-bit operand (bf16, or the bf16x3 split)",
+    .help = "the prefill GEMM's activations to its term operand (bf16, or the bf16x3 or tf32x3 "
+            "split)",
 };
 
 /* The integer tensor-core prefill GEMM (gemm = q16mma): quantized weights

@@ -42,14 +42,16 @@ kiln_status kiln_cuda_matvec_describe(const kiln_host_api *host, kiln_kcompiler 
   return kiln_cuda_describe_finish(host, st, d, node, out_desc);
 }
 
-/* The operand forms the prefill GEMM knows; `sixteen` asks for a 16-bit one. */
+/* The operand forms the prefill GEMM knows; `sixteen` asks for one in terms
+ * (gemm_input's: bf16, bf16x3, tf32x3), not f32 values. */
 static kiln_status check_operand(const kiln_host_api *host, const kiln_node *node,
                                  const char *operand, bool sixteen) {
   if (operand && ((!sixteen && strcmp(operand, "f32") == 0) || strcmp(operand, "bf16") == 0 ||
-                  strcmp(operand, "bf16x3") == 0))
+                  strcmp(operand, "bf16x3") == 0 || strcmp(operand, "tf32x3") == 0))
     return NULL;
   return kiln_node_error(host, KILN_STATUS_INVALID_ARGUMENT, node, "GEMM operand %s is not %s",
-                         operand ? operand : "(none)", sixteen ? "bf16 or bf16x3" : "f32, bf16 or bf16x3");
+                         operand ? operand : "(none)",
+                         sixteen ? "bf16, bf16x3 or tf32x3" : "f32, bf16, bf16x3 or tf32x3");
 }
 
 kiln_status kiln_cuda_dequant_describe(const kiln_host_api *host, kiln_kcompiler *compiler,

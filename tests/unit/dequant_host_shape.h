@@ -1,9 +1,9 @@
 /* One instantiation of the prefill GEMM's operand kernels compiled for the
  * host (test_gemm_operand_host.cc): include inside a namespace of its own
  * after defining KILN_WT_<TYPE> (the weight type), KILN_OPERAND_<form>
- * (f32, bf16, bf16x3), KILN_K, KILN_BLOCK and KILN_HOST_SHAPE (a token
- * naming the instantiation); defines dequant(grid, w, tile, n_rows) and,
- * for the 16-bit forms, input(grid, x, y, n_cols), each a launch of the
+ * (f32, bf16, bf16x3, tf32x3), KILN_K, KILN_BLOCK and KILN_HOST_SHAPE (a
+ * token naming the instantiation); defines dequant(grid, w, tile, n_rows)
+ * and, for the term forms, input(grid, x, y, n_cols), each a launch of the
  * kernel on the emulator (nullptr, or what went wrong), and undefines
  * every macro the kernels and the caller set, ready for the next one. Not
  * a header of its own: no include guard. */
@@ -25,9 +25,9 @@ static const char *dequant(unsigned grid, const unsigned char *w, void *tile, in
   });
 }
 #if KILN_OPERAND_TERMS > 0
-static const char *input(unsigned grid, const float *x, unsigned short *y, int n_cols) {
+static const char *input(unsigned grid, const float *x, void *y, int n_cols) {
   return kiln_emu::launch(kiln_emu_dim3{grid, 1, 1}, KILN_BLOCK,
-                          [&] { kiln_gemm_input(x, y, n_cols); });
+                          [&] { kiln_gemm_input(x, static_cast<kiln_input_t *>(y), n_cols); });
 }
 #endif
 static const int terms = KILN_OPERAND_TERMS;
@@ -44,6 +44,8 @@ static const int terms = KILN_OPERAND_TERMS;
 #undef KILN_OPERAND_f32
 #undef KILN_OPERAND_bf16
 #undef KILN_OPERAND_bf16x3
+#undef KILN_OPERAND_tf32x3
+#undef KILN_OPERAND_TF32
 #undef KILN_WT_BLOCK
 #undef KILN_WT_BYTES
 #undef KILN_WT_QUANT

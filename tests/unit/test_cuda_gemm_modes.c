@@ -20,7 +20,8 @@
 
 static const kiln_cuda_gemm_mode all_modes[] = {KILN_CUDA_GEMM_F32,    KILN_CUDA_GEMM_TF32,
                                                 KILN_CUDA_GEMM_BF16,   KILN_CUDA_GEMM_BF16X3,
-                                                KILN_CUDA_GEMM_Q16MMA, KILN_CUDA_GEMM_FP8};
+                                                KILN_CUDA_GEMM_Q16MMA, KILN_CUDA_GEMM_FP8,
+                                                KILN_CUDA_GEMM_TF32X3};
 
 /* A MUL_MAT of a [k, 64] weight of type t over 8 columns. */
 typedef struct mm {
@@ -65,6 +66,13 @@ static void test_device_fallbacks(void **state) {
   assert_int_equal(kiln_cuda_gemm_on_device(KILN_CUDA_GEMM_BF16, 7), KILN_CUDA_GEMM_F32);
   assert_int_equal(kiln_cuda_gemm_on_device(KILN_CUDA_GEMM_TF32, 7), KILN_CUDA_GEMM_F32);
   assert_int_equal(kiln_cuda_gemm_on_device(KILN_CUDA_GEMM_TF32, 8), KILN_CUDA_GEMM_TF32);
+  assert_int_equal(kiln_cuda_gemm_on_device(KILN_CUDA_GEMM_TF32X3, 8), KILN_CUDA_GEMM_TF32X3);
+  assert_int_equal(kiln_cuda_gemm_on_device(KILN_CUDA_GEMM_TF32X3, 7), KILN_CUDA_GEMM_F32);
+  /* tf32x3's operand: the bf16x3 layout in 4-byte TF32 terms */
+  assert_string_equal(kiln_cuda_gemm_operand(KILN_CUDA_GEMM_TF32X3), "tf32x3");
+  assert_int_equal(kiln_cuda_gemm_terms(KILN_CUDA_GEMM_TF32X3), 3);
+  assert_int_equal(kiln_cuda_gemm_term_bytes(KILN_CUDA_GEMM_TF32X3), 4);
+  assert_int_equal(kiln_cuda_gemm_term_bytes(KILN_CUDA_GEMM_BF16X3), 2);
   assert_int_equal(kiln_cuda_gemm_on_device(KILN_CUDA_GEMM_F32, 7), KILN_CUDA_GEMM_F32);
 }
 

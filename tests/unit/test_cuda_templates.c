@@ -133,7 +133,8 @@ static void set_kv(nodes *g, kiln_type t) {
 static const kiln_type kv_types[] = {KILN_TYPE_F16, KILN_TYPE_BF16, KILN_TYPE_Q8_0};
 
 /* The prefill GEMM's operand forms (gemm_operand.cuh), f32 first. */
-static const char *const operands[] = {"f32", "bf16", "bf16x3"};
+static const char *const operands[] = {"f32", "bf16", "bf16x3", "tf32x3"};
+#define N_OPERANDS (sizeof operands / sizeof operands[0])
 
 static unsigned n_checked;
 
@@ -282,7 +283,7 @@ static void compile_all(kiln_kcompiler *c, const char *arch) {
       }
       /* the prefill tile in every gemm mode's operand form (an F32 weight
        * is read where it lies in the f32 modes) */
-      for (size_t o = all_types[ti] == KILN_TYPE_F32 ? 1 : 0; o < 3; o++) {
+      for (size_t o = all_types[ti] == KILN_TYPE_F32 ? 1 : 0; o < N_OPERANDS; o++) {
         KT_ASSERT_OK(kiln_cuda_dequant_describe(h, c, &g->mm_q, operands[o], 256, &d));
         check_kernel(d, &g->mm_q, arch);
       }
@@ -300,7 +301,7 @@ static void compile_all(kiln_kcompiler *c, const char *arch) {
         check_kernel(d, &g->mm_ff, arch);
         KT_ASSERT_OK(kiln_cuda_bias_describe(h, c, &g->mm_q, 256, &d));
         check_kernel(d, &g->mm_q, arch);
-        for (size_t o = 1; o < 3; o++) {
+        for (size_t o = 1; o < N_OPERANDS; o++) {
           KT_ASSERT_OK(kiln_cuda_gemm_input_describe(h, c, &g->mm_ff, operands[o], 256, &d));
           check_kernel(d, &g->mm_ff, arch);
         }
@@ -943,26 +944,26 @@ static void test_gemm_operand_baked(void **state) {
   KT_ASSERT_OK(kiln_nvrtc_register(&nv, h, kc, "sm_90", &c));
   nodes *g = malloc(sizeof *g);
   static const kiln_type wtypes[] = {KILN_TYPE_Q4_K, KILN_TYPE_F32};
-  compiled out[3];
+  compiled out[N_OPERANDS];
   char want[64], what[96];
   for (size_t t = 0; t < 2; t++) {
     build(g, &shapes[1], wtypes[t]);
-    for (size_t o = 0; o < 3; o++) {
+    for (size_t o = 0; o < N_OPERANDS; o++) {
       kiln_kdesc *d = NULL;
       KT_ASSERT_OK(kiln_cuda_dequant_describe(h, c, &g->mm_q, operands[o], 256, &d));
       snprintf(want, sizeof want, "param operand str %s\n", operands[o]);
       assert_canon_has(d, want);
       out[o] = compile_desc(d, &g->mm_q);
     }
-    for (size_t a = 0; a < 3; a++)
-      for (size_t b = a + 1; b < 3; b++) {
+    for (size_t a = 0; a < N_OPERANDS; a++)
+      for (size_t b = a + 1; b < N_OPERANDS; b++) {
         snprintf(what, sizeof what, "dequant_rows %s operand %s / %s", kiln_type_name(wtypes[t]),
                  operands[a], operands[b]);
         assert_differ(&out[a], &out[b], what);
       }
-    for (size_t o = 0; o < 3; o++) free(out[o].ptx);
+    for (size_t o = 0; o < N_OPERANDS; o++) free(out[o].ptx);
   }
-  for (size_t o = 1; o < 3; o++) {
+  for (size_t o = 1; o < N_OPERANDS; o++) {
     kiln_kdesc *d = NULL;
     KT_ASSERT_OK(kiln_cuda_gemm_input_describe(h, c, &g->mm_ff, operands[o], 256, &d));
     snprintf(want, sizeof want, "param operand str %s\n", operands[o]);
@@ -970,14 +971,17 @@ static void test_gemm_operand_baked(void **state) {
     assert_canon_has(d, "param k i64 18944\n"); /* ffn_down's K */
     out[o] = compile_desc(d, &g->mm_ff);
   }
-  assert_differ(&out[1], &out[2], "gemm_input operand bf16 / bf16x3");
-  free(out[1].ptx);
-  free(out[2].ptx);
+  for (size_t a = 1; a < N_OPERANDS; a++)
+    for (size_t b = a + 1; b < N_OPERANDS; b++) {
+      snprintf(what, sizeof what, "gemm_input operand %s / %s", operands[a], operands[b]);
+      assert_differ(&out[a], &out[b], what);
+    }
+  for (size_t o = 1; o < N_OPERANDS; o++) free(out[o].ptx);
   kiln_kdesc *d = NULL;
   KT_ASSERT_ERR(kiln_cuda_dequant_describe(h, c, &g->mm_q, "f16", 256, &d),
-                KILN_STATUS_INVALID_ARGUMENT, "GEMM operand f16 is not f32, bf16 or bf16x3");
+                KILN_STATUS_INVALID_ARGUMENT, "GEMM operand f16 is not f32, bf16, bf16x3 or tf32x3");
   KT_ASSERT_ERR(kiln_cuda_gemm_input_describe(h, c, &g->mm_q, "f32", 256, &d),
-                KILN_STATUS_INVALID_ARGUMENT, "GEMM operand f32 is not bf16 or bf16x3");
+                KILN_STATUS_INVALID_ARGUMENT, "GEMM operand f32 is not bf16, bf16x3 or tf32x3");
   free(g);
   kiln_kcache_close(kc);
 }

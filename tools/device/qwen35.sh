@@ -15,7 +15,8 @@
 #           prompt must pass on every CUDA backend in its default modes
 #           (QWEN35_BACKENDS, default "cuda-serial cuda-batched cuda-cc120";
 #           a name ending /f32 runs with `activations = f32`, /off with
-#           `recurrent_guard = off`), and every norm's norm ratio at the
+#           `recurrent_guard = off`, /tf32x3 with `gemm = tf32x3`,
+#           `activations = f32` and no guard), and every norm's norm ratio at the
 #           special-token positions must be 1.000 +- 1e-3; cuda-serial with
 #           recurrent_guard = off (q16 in every matvec, what failed before
 #           the guard) is run too and reported, unchecked;
@@ -74,6 +75,9 @@ cfg() {
   case $1 in
   */f32) printf '[%s]\nactivations = f32\n' "$b" >> "$f" ;;
   */off) printf '[%s]\nrecurrent_guard = off\n' "$b" >> "$f" ;;
+  # every GEMM in tf32x3 and every matvec exact, no guard: whether tf32x3
+  # can take the guarded GEMMs' place (README, gemm modes)
+  */tf32x3) printf '[%s]\ngemm = tf32x3\nactivations = f32\nrecurrent_guard = off\n' "$b" >> "$f" ;;
   esac
   echo "--config $f"
 }
