@@ -65,7 +65,7 @@ static int64_t k16(int64_t k) { return (k + 15) / 16 * 16; }
  * large K and a small scratch), so both are checked. */
 static bool fp8_direct(int64_t n, int64_t tile) { return n % 16 == 0 && tile % 16 == 0; }
 
-/* The GEMM's columns for t tokens: t, or 16 of which t - 16 are padding. */
+/* The GEMM's columns for t tokens: t, or 16 of which 16 - t are padding. */
 #define FP8_MIN_COLS 16
 static int64_t fp8_cols(int64_t t) { return t < FP8_MIN_COLS ? FP8_MIN_COLS : t; }
 
