@@ -132,7 +132,7 @@ kiln_status kiln_cuda_mul_mat_gemm(kiln_cuda_backend *be, const kiln_node *node,
   if (terms && (!ns->gemm_input.fn ||
                 (uint64_t)kk * (uint64_t)n_tokens * term_bytes > be->x16_bytes || kk > INT32_MAX))
     return be->host->status_new(KILN_STATUS_INTERNAL,
-                                "mul_mat node '%.*s': the 16-bit activations were not prepared",
+                                "mul_mat node '%.*s': the activations' term operand was not prepared",
                                 KILN_NAME_MAX, node->name);
   /* tf32x3's terms are TF32 values already (gemm_operand.cuh): the fast
    * TF32 compute type multiplies them exactly */
