@@ -188,6 +188,10 @@ int cmd_synth(int argc, char **argv) {
     }
   }
   if (!ok) return 2;
+  if (o.vocab_rows && !o.vocab_from) {
+    fprintf(stderr, "kiln synth: --vocab-rows pads a vocabulary: it needs --vocab-from\n");
+    return 2;
+  }
   if (!have_arch || !out || optind != argc) {
     if (!have_arch) fprintf(stderr, "kiln synth: --arch is required\n");
     else if (!out) fprintf(stderr, "kiln synth: -o OUT.gguf is required\n");

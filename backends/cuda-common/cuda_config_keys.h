@@ -88,6 +88,8 @@
            "activations as llama.cpp's q8_1 (about 4e-3 relative: LOWER "     \
            "accuracy, fails the default parity thresholds)"}
 
+/* The batched plugins' (their prefill GEMMs too) and cuda-serial's (no
+ * GEMM: one token at a time through the matvecs). */
 #define KILN_CUDA_KEY_RECURRENT_GUARD                                         \
   {.name = "recurrent_guard",                                                 \
    .type = KILN_CONFIG_ENUM,                                                  \
@@ -100,6 +102,17 @@
            "1e-3: f32 = the exact f32 matvec and GEMM for them, off = they " \
            "follow activations and gemm like the rest; no effect on models " \
            "without recurrent layers"}
+#define KILN_CUDA_KEY_RECURRENT_GUARD_SERIAL                                  \
+  {.name = "recurrent_guard",                                                 \
+   .type = KILN_CONFIG_ENUM,                                                  \
+   .default_value = "f32",                                                    \
+   .choices = "f32|off",                                                      \
+   .help = "matvecs whose output a recurrent state reads (every one "        \
+           "before a model's last Gated DeltaNet: qwen35), where quantized " \
+           "activations' rounding reaches the delta rule and comes out "     \
+           "amplified past parity's 1e-3: f32 = the exact f32 matvec for "   \
+           "them, off = they follow activations like the rest; no effect "   \
+           "on models without recurrent layers"}
 
 #define KILN_CUDA_KEY_FUSE                                                    \
   {.name = "fuse",                                                            \

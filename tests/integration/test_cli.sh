@@ -92,6 +92,7 @@ usage "detokenize without ids" detokenize -m "$m"
 usage "config --keys --show" config --keys --show
 usage "inspect without a file" inspect
 usage "synth without --arch" synth -o "$tmp/x.gguf"
+usage "synth --vocab-rows without --vocab-from" synth --arch qwen2 --vocab-rows 300 -o "$tmp/x.gguf"
 usage "kernels --config without FILE" kernels --config
 # a flag naming a backend no plugin provides, an empty --config, a
 # perplexity chunk too small: each names the flag and its value

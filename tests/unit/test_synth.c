@@ -16,6 +16,7 @@
 #include <cmocka.h>
 
 #include "kiln/gguf.h"
+#include "kiln/gguf_write.h"
 #include "kiln/kiln.h"
 #include "kiln/synth.h"
 #include "kiln/tokenizer.h"
@@ -150,6 +151,22 @@ static void test_vocab_rows_pad_the_tokens(void **state) {
   kiln_model_free(m);
   kiln_gguf_close(v);
   free(vocab);
+
+  /* a vocabulary without token types: refused rather than padded with
+   * made-up ones (its CONTROL tokens would turn NORMAL) */
+  kiln_gguf_writer *vw;
+  KT_ASSERT_OK(kiln_gguf_writer_new(&vw));
+  static const char *const toks[] = {"a", "b", "<|im_start|>"};
+  KT_ASSERT_OK(kiln_gguf_writer_set_str(vw, "tokenizer.ggml.model", "gpt2"));
+  KT_ASSERT_OK(kiln_gguf_writer_set_arr_str(vw, "tokenizer.ggml.tokens", toks, 3));
+  char notype[4200];
+  snprintf(notype, sizeof notype, "%s/notype.gguf", dir);
+  KT_ASSERT_OK(kiln_gguf_writer_write_file(vw, notype));
+  kiln_gguf_writer_free(vw);
+  kiln_synth_defaults(&o, KILN_ARCH_QWEN2);
+  o.vocab_from = notype;
+  o.vocab_rows = 8;
+  KT_ASSERT_ERR(kiln_synth_write(&o, path), KILN_STATUS_MALFORMED, "tokenizer.ggml.token_type");
 
   /* stories260K's SentencePiece vocabulary has scores: refused, named */
   vocab = kt_model_path("stories260K.gguf");

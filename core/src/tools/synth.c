@@ -114,7 +114,7 @@ static kiln_status build(kiln__synth *s) {
   if (o->vocab_from && o->vocab_rows) {
     if (o->vocab_rows < n_vocab) {
       free(special);
-      return kiln_status_new(KILN_STATUS_INVALID_ARGUMENT, "synth: vocab_rows %u is below the vocabulary's %u tokens",
+      return kiln_status_new(KILN_STATUS_INVALID_ARGUMENT, "synth: vocab_rows (--vocab-rows) %u is below the vocabulary's %u tokens",
                              o->vocab_rows, n_vocab);
     }
     bool *more = realloc(special, o->vocab_rows * sizeof *more);

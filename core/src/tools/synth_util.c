@@ -173,7 +173,11 @@ static kiln_status pad_vocab(kiln_gguf_writer *w, const kiln_gguf *g, const kiln
   int32_t *ty = calloc(rows, sizeof *ty);
   char *names = calloc(rows - n, 24);
   kiln_status st = NULL;
-  if (kiln_gguf_find_kv(g, "tokenizer.ggml.scores"))
+  if (!types)
+    st = kiln_status_new(KILN_STATUS_MALFORMED,
+                         "synth: --vocab-rows: the vocabulary has no tokenizer.ggml.token_type "
+                         "to pad (its CONTROL tokens would become NORMAL)");
+  else if (kiln_gguf_find_kv(g, "tokenizer.ggml.scores"))
     st = kiln_status_new(KILN_STATUS_UNSUPPORTED,
                          "synth: --vocab-rows past the tokens of a vocabulary with "
                          "tokenizer.ggml.scores (SentencePiece) is not written; use a BPE "
