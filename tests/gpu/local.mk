@@ -236,4 +236,5 @@ print-gpu-tests:
 	@echo $(kiln_gpu_tests) $(kiln_replay_tests)
 .PHONY: print-gpu-tests
 EXTRA_DIST += tools/device/prepare-gpu.sh tools/device/on-device-gpu.sh tools/device/sanitize.sh \
-	tools/device/all-gpu.sh tools/device/mvq-sweep.sh tools/device/ncu-matvec.sh
+	tools/device/all-gpu.sh tools/device/mvq-sweep.sh tools/device/ncu-matvec.sh \
+	tools/device/initcheck-probe.sh tools/device/initcheck-probe.cu
