@@ -187,7 +187,7 @@ static kiln_status pad_vocab(kiln_gguf_writer *w, const kiln_gguf *g, const kiln
   for (uint64_t i = 0; !st && i < rows; i++) {
     if (i < n) {
       strs[i] = kiln_gguf_arr_str(g, tokens, i);
-      ty[i] = types ? kiln_gguf_arr_i32(types, i) : KILN_TOKEN_NORMAL;
+      ty[i] = kiln_gguf_arr_i32(types, i);
       continue;
     }
     char *name = names + (i - n) * 24;
