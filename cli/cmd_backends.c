@@ -14,7 +14,8 @@ static void usage(FILE *out) {
         "Lists the backend plugins (kiln-<name>.so) on the plugin search path: the\n"
         "ABI each was built for, whether its hardware is present (device, compute\n"
         "capability, memory) or why it is unavailable, its numeric modes (the\n"
-        "config keys that change its arithmetic: activations, gemm, precision)\n"
+        "config keys that change its arithmetic: activations, matvec,\n"
+        "recurrent_guard, gemm, precision)\n"
         "as configured, whether it can split a model across several devices\n"
         "(tensor parallelism: NCCL's version and the devices, or why not), and\n"
         "any plugin that fails to load, with the loader's reason.\n",
