@@ -88,31 +88,30 @@
            "activations as llama.cpp's q8_1 (about 4e-3 relative: LOWER "     \
            "accuracy, fails the default parity thresholds)"}
 
-/* The batched plugins' (their prefill GEMMs too) and cuda-serial's (no
- * GEMM: one token at a time through the matvecs). */
+/* recurrent_guard, with the batched plugins' help (their prefill GEMMs
+ * too) or cuda-serial's (no GEMM: one token at a time, matvecs only). */
+#define KILN_CUDA_KEY_RECURRENT_GUARD_HELP(help_text)                         \
+  {.name = "recurrent_guard",                                                 \
+   .type = KILN_CONFIG_ENUM,                                                  \
+   .default_value = "f32",                                                    \
+   .choices = "f32|off",                                                      \
+   .help = help_text}
 #define KILN_CUDA_KEY_RECURRENT_GUARD                                         \
-  {.name = "recurrent_guard",                                                 \
-   .type = KILN_CONFIG_ENUM,                                                  \
-   .default_value = "f32",                                                    \
-   .choices = "f32|off",                                                      \
-   .help = "matvecs and prefill GEMMs whose output a recurrent state "      \
-           "reads (every one before a model's last Gated DeltaNet: "          \
-           "qwen35), where quantized activations' or bf16x3's rounding "     \
-           "reaches the delta rule and comes out amplified past parity's "    \
-           "1e-3: f32 = the exact f32 matvec and GEMM for them, off = they " \
-           "follow activations and gemm like the rest; no effect on models " \
-           "without recurrent layers"}
+  KILN_CUDA_KEY_RECURRENT_GUARD_HELP(                                         \
+      "matvecs and prefill GEMMs whose output a recurrent state reads "      \
+      "(every one before a model's last Gated DeltaNet: qwen35), where "     \
+      "quantized activations' or bf16x3's rounding reaches the delta rule "  \
+      "and comes out amplified past parity's 1e-3: f32 = the exact f32 "     \
+      "matvec and GEMM for them, off = they follow activations and gemm "    \
+      "like the rest; no effect on models without recurrent layers")
 #define KILN_CUDA_KEY_RECURRENT_GUARD_SERIAL                                  \
-  {.name = "recurrent_guard",                                                 \
-   .type = KILN_CONFIG_ENUM,                                                  \
-   .default_value = "f32",                                                    \
-   .choices = "f32|off",                                                      \
-   .help = "matvecs whose output a recurrent state reads (every one "        \
-           "before a model's last Gated DeltaNet: qwen35), where quantized " \
-           "activations' rounding reaches the delta rule and comes out "     \
-           "amplified past parity's 1e-3: f32 = the exact f32 matvec for "   \
-           "them, off = they follow activations like the rest; no effect "   \
-           "on models without recurrent layers"}
+  KILN_CUDA_KEY_RECURRENT_GUARD_HELP(                                         \
+      "matvecs whose output a recurrent state reads (every one before a "    \
+      "model's last Gated DeltaNet: qwen35), where quantized activations' "  \
+      "rounding reaches the delta rule and comes out amplified past "        \
+      "parity's 1e-3: f32 = the exact f32 matvec for them, off = they "      \
+      "follow activations like the rest; no effect on models without "       \
+      "recurrent layers")
 
 #define KILN_CUDA_KEY_FUSE                                                    \
   {.name = "fuse",                                                            \

@@ -102,9 +102,9 @@ kiln_status kiln_cuda_fp8_prepare(kiln_cuda_backend *be, const kiln_node *node,
   KILN_RETURN_IF_ERROR(get_fn(be, d, node, &ns->gemm_input.fn));
   ns->gemm_input.block = FP8_BLOCK;
   /* a tile's rows in whole 16s (fp8_rows pads them) */
+  const int64_t tile = kiln_cuda_tile_rows(be, KILN_CUDA_GEMM_FP8, k, n);
   KILN_RETURN_IF_ERROR(kiln_cuda_scratch_reserve(
-      be, (uint64_t)k16(kiln_cuda_tile_rows(be, KILN_CUDA_GEMM_FP8, k, n)) *
-              kiln_cuda_tile_row_bytes(KILN_CUDA_GEMM_FP8, k), node));
+      be, (uint64_t)k16(tile) * kiln_cuda_tile_row_bytes(KILN_CUDA_GEMM_FP8, k), node));
   /* every column the input can hold (16 at least), then a scale each */
   KILN_RETURN_IF_ERROR(
       kiln_cuda_x16_reserve(be, (uint64_t)fp8_cols((int64_t)cols) * ((uint64_t)k16(k) + 4u), node));
@@ -113,7 +113,6 @@ kiln_status kiln_cuda_fp8_prepare(kiln_cuda_backend *be, const kiln_node *node,
                                              node, "cuBLASLt's workspace", &grown));
   /* the aligned output: every tile's columns where the weight's rows are
    * not fp8_direct, else the padded columns of fewer than 16 tokens */
-  const int64_t tile = kiln_cuda_tile_rows(be, KILN_CUDA_GEMM_FP8, k, n);
   const uint64_t out_cols = fp8_direct(n, tile) ? FP8_MIN_COLS : (uint64_t)fp8_cols((int64_t)cols);
   return kiln_cuda_mem_reserve(be, &be->lt_out, &be->lt_out_bytes,
                                (uint64_t)k16(tile) * out_cols * 4u, node,

@@ -27,7 +27,7 @@ static const char *dequant(unsigned grid, const unsigned char *w, void *tile, in
 #if KILN_OPERAND_TERMS > 0
 static const char *input(unsigned grid, const float *x, void *y, int n_cols) {
   return kiln_emu::launch(kiln_emu_dim3{grid, 1, 1}, KILN_BLOCK,
-                          [&] { kiln_gemm_input(x, static_cast<kiln_input_t *>(y), n_cols); });
+                          [&] { kiln_gemm_input(x, static_cast<kiln_term_t *>(y), n_cols); });
 }
 #endif
 static const int terms = KILN_OPERAND_TERMS;
@@ -46,6 +46,7 @@ static const int terms = KILN_OPERAND_TERMS;
 #undef KILN_OPERAND_bf16x3
 #undef KILN_OPERAND_tf32x3
 #undef KILN_OPERAND_TF32
+#undef kiln_x3_split
 #undef KILN_WT_BLOCK
 #undef KILN_WT_BYTES
 #undef KILN_WT_QUANT
