@@ -51,7 +51,7 @@ say() { echo "== [$(($(date +%s) - t0)) s] $*" | tee -a "$summary"; }
 
 if [ "${PEER:-1}" = 1 ]; then
   say "track A: llama.cpp and the 7B Q4_K_M in the background"
-  (OUT=$work PEER_STEPS="build model" bash .peer/on-device-peer.sh > "$work/peer-prep.log" 2>&1
+  (OUT=$work PEER_STEPS="build model" nice -n 10 bash .peer/on-device-peer.sh > "$work/peer-prep.log" 2>&1
    echo $? > "$work/peer-prep.rc") &
   peer=$!
 else

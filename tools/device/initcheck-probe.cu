@@ -11,6 +11,10 @@
 //   bf16k    cublasGemmEx, bf16 operands, K = 1536 (bf16x3's 3 x 512)
 //   fp8      cublasLtMatmul, e4m3, outer-vector f32 scales (gemm = fp8)
 //   fp8copy  fp8's output copied device to device, then read
+//   bf16nvtx bf16k again into a fresh output, marked initialized through
+//            NVTX's memory API (nvtxMemCudaMarkInitialized) before the read:
+//            under `--nvtx true` that stage must report nothing if marking
+//            is the way to tell initcheck about stores it cannot see
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -21,6 +25,7 @@
 #include <cuda_bf16.h>
 #include <cuda_fp8.h>
 #include <cuda_runtime.h>
+#include <nvtx3/nvToolsExtMemCudaRt.h>
 
 #define CK(x)                                                                      \
   do {                                                                             \
@@ -142,6 +147,20 @@ int main() {
   std::fflush(stdout);
   CK(cudaMemcpy(y4, y3, sizeof(float) * M * N, cudaMemcpyDeviceToDevice));
   std::printf("check fp8copy: sum %.0f, want %.0f\n", sum_on_device(y4, (long long)M * N),
+              (double)K * M * N);
+  // bf16k again, its fresh output marked initialized before it is read
+  float *y5;
+  CK(cudaMalloc(&y5, sizeof(float) * M * N));
+  std::printf("stage bf16nvtx\n");
+  std::fflush(stdout);
+  CK(cublasGemmEx(blas, CUBLAS_OP_T, CUBLAS_OP_N, M, N, K, &one, a16, CUDA_R_16BF, K, b16,
+                  CUDA_R_16BF, K, &zero, y5, CUDA_R_32F, M, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+  nvtxDomainHandle_t dom = nvtxDomainCreateA("initcheck-probe");
+  nvtxMemVirtualRangeDesc_t range = {sizeof(float) * M * N, y5};
+  nvtxMemMarkInitializedBatch_t mark = {NVTX_EXT_COMPATID_MEM, sizeof mark,
+                                        NVTX_MEM_TYPE_VIRTUAL_ADDRESS, 1, sizeof range, &range};
+  nvtxMemCudaMarkInitialized(dom, 0, 0, &mark);
+  std::printf("check bf16nvtx: sum %.0f, want %.0f\n", sum_on_device(y5, (long long)M * N),
               (double)K * M * N);
   std::printf("stage end\n");
   return 0;

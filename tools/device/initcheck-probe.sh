@@ -12,12 +12,12 @@ here=$(cd "$(dirname "$0")" && pwd)
 out=${OUT:-/tmp}
 bin=/tmp/initcheck-probe
 nvcc=${NVCC:-/usr/local/cuda/bin/nvcc}
-"$nvcc" -arch=sm_90 -o "$bin" "$here/initcheck-probe.cu" -lcublas -lcublasLt ||
+"$nvcc" -arch=sm_90 -o "$bin" "$here/initcheck-probe.cu" -lcublas -lcublasLt -ldl ||
   { echo "nvcc failed"; exit 1; }
 echo "== plain"
 "$bin" | tee "$out/initcheck-probe-plain.txt" | grep -E '^(check|fp8:)'
 echo "== under initcheck"
-compute-sanitizer --tool initcheck --print-limit 100000000 --show-backtrace no "$bin" \
+compute-sanitizer --tool initcheck --nvtx true --print-limit 100000000 --show-backtrace no "$bin" \
   > "$out/initcheck-probe.txt" 2>&1
 awk '/^stage / { s = $2; next } /^========= +Uninitialized/ { n[s]++ }
      END { for (x in n) printf "   %-8s %d reports\n", x, n[x] }' "$out/initcheck-probe.txt"
