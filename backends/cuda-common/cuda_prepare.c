@@ -195,6 +195,18 @@ static kiln_status attn_tickets_reserve(kiln_cuda_backend *be, uint32_t n, const
   return kiln_cu_error(be->host, be->cu, r, "cuMemsetD32Async(tickets)", node);
 }
 
+/* matvec_q with norm = rms: its ticket, one u32 zeroed. */
+static kiln_status norm_ticket_reserve(kiln_cuda_backend *be, const kiln_node *node) {
+  bool grown = false;
+  KILN_RETURN_IF_ERROR(kiln_cuda_mem_reserve(be, &be->norm_ticket, &be->norm_ticket_bytes, 4u,
+                                             node, "the norm prologue's ticket", &grown));
+  if (!grown) return NULL;
+  const CUresult r = be->cu->MemsetD32Async(be->norm_ticket, 0, 1, be->stream);
+  if (r == CUDA_SUCCESS) return NULL;
+  be->norm_ticket_bytes = 0; /* not zeroed: the next prepare allocates again */
+  return kiln_cu_error(be->host, be->cu, r, "cuMemsetD32Async(norm ticket)", node);
+}
+
 /* ATTENTION for steps of one token: split-KV attention (attention_split,
  * or attention_mma on tensor cores where [<plugin>] decode_attention = mma
  * and kiln_cuda_attention_mma_fits, over n_split splits of the keys for
@@ -436,6 +448,71 @@ static void mvq_label(const kiln_cuda_backend *be, const kiln_cuda_mvq_member *m
   if (used > 0 && (size_t)used < size) snprintf(buf + used, size - (size_t)used, " [T=1]");
 }
 
+/* The RMS_NORM of whole rows just before `lead` (a matvec_q leader or
+ * matrix alone) whose output lead reads, and whether the ADD just before
+ * that feeds it; NULL where there is none. */
+static const kiln_node *norm_before(const kiln_cuda_backend *be, const kiln_node *lead,
+                                    bool *out_add) {
+  *out_add = false;
+  if (lead->id < 1 || (uint32_t)lead->id > be->n_states) return NULL;
+  const kiln_cuda_node_state *ns = &be->states[lead->id - 1];
+  const kiln_node *norm = ns->node;
+  if (!norm || norm->op != KILN_OP_RMS_NORM || norm->dst != lead->src[1] ||
+      ns->rows_per_token != 1)
+    return NULL;
+  if (lead->id >= 2) {
+    const kiln_node *add = be->states[lead->id - 2].node;
+    *out_add = add && add->op == KILN_OP_ADD && norm->src[0] == add->dst;
+  }
+  return norm;
+}
+
+/* [<plugin>] norm_matvec = fused: matvec_q of the members m[0..n-1] (lead
+ * the first one's node) with the RMS_NORM before it as its prologue, in
+ * *out (per_block: the grid), its profile kind in *out_kind; out->fn
+ * stays NULL where there is no such norm or the block cannot hold it (the
+ * shape's shared memory and x's, more than 32 values a thread). */
+static kiln_status prepare_mvq_norm(kiln_cuda_backend *be, const kiln_node *lead,
+                                    kiln_cuda_node_state *ls, const kiln_cuda_mvq_member *m,
+                                    uint32_t n, kiln_cuda_fn *out, uint32_t *out_kind) {
+  memset(out, 0, sizeof *out);
+  if (!be->fuse || !be->norm_matvec) return NULL;
+  bool add = false;
+  const kiln_node *norm = norm_before(be, lead, &add);
+  if (!norm || norm->src[1]->ne[0] != m[0].k || norm->src[0]->ne[0] != m[0].k ||
+      (norm->src[1]->type != KILN_TYPE_F32 && norm->src[1]->type != KILN_TYPE_F16 &&
+       norm->src[1]->type != KILN_TYPE_BF16))
+    return NULL;
+  kiln_cuda_mvq_member mm[3];
+  memcpy(mm, m, n * sizeof *m);
+  const kiln_cuda_matvec_shape shape = mvq_shape(be, mm, n);
+  const uint64_t xq_bytes = kiln_cuda_xq_col_bytes(m[0].k, be->act);
+  if (!kiln_cuda_matvec_q_norm_fits(mm, n, &shape, be->act)) return NULL;
+  if (shape.stages && (uint64_t)shape.stages * kiln_cuda_mvq_stage_bytes(mm, n, &shape) + 1024u +
+                              xq_bytes >
+                          (uint64_t)be->smem_optin)
+    return NULL;
+  kiln_kdesc *d = NULL;
+  KILN_RETURN_IF_ERROR(kiln_cuda_matvec_q_norm_describe(be->host, be->compiler, lead, mm, n, &shape,
+                                                        be->act, norm, add, &d));
+  kiln_cuda_fn f = {0};
+  KILN_RETURN_IF_ERROR(get_fn(be, d, lead, &f.fn));
+  f.block = 32 * shape.warps;
+  KILN_RETURN_IF_ERROR(mvq_launch_shape(be, lead, f.fn, mm, n, &shape, &f.per_block, &f.shared));
+  KILN_RETURN_IF_ERROR(norm_ticket_reserve(be, lead));
+  char label[sizeof be->prof.kinds[0].label];
+  const int k = snprintf(label, sizeof label, "%s+", add ? "add+rms_norm" : "rms_norm");
+  mvq_label(be, mm, n, &shape, label + k, sizeof label - (size_t)k);
+  uint64_t bytes = 0;
+  for (uint32_t i = 0; i < n; i++)
+    bytes += (uint64_t)kiln_type_row_bytes(mm[i].w_type, mm[i].k) * (uint64_t)mm[i].rows;
+  KILN_RETURN_IF_ERROR(kiln_cuda_prof_kind_of(be, label, bytes, 0, out_kind));
+  *out = f;
+  ls->norm_of = norm;
+  ls->norm_add = add;
+  return NULL;
+}
+
 /* node (a matvec_q matrix) joins the MUL_MAT just before it when that one
  * reads the same input with the same row length: a layer's Q, K, V (or
  * gate, up) become one launch, prepared on the group's first node. */
@@ -480,7 +557,7 @@ static kiln_status prepare_mvq_group(kiln_cuda_backend *be, const kiln_node *nod
   lead->n_group = n;
   lead->grid_group = grid;
   for (uint32_t i = 0; i < 3; i++) lead->group[i] = i < n ? nodes[i] : NULL;
-  return NULL;
+  return prepare_mvq_norm(be, nodes[0], lead, m, n, &lead->mvq_group_norm, &lead->prof_norm[1]);
 }
 
 /* activations = q16 / q8: matvec_q of this matrix, its quantize kernel,
@@ -515,6 +592,8 @@ static kiln_status prepare_mvq(kiln_cuda_backend *be, const kiln_node *node,
   KILN_RETURN_IF_ERROR(kiln_cuda_prof_kind_of(be, label, 0, 0, &ns->prof_fused[0]));
   mvq_label(be, &ns->mvq_self, 1, &shape, label, sizeof label);
   KILN_RETURN_IF_ERROR(kiln_cuda_prof_kind_of(be, label, node->src[0]->nbytes, 0, &ns->prof_fused[1]));
+  KILN_RETURN_IF_ERROR(
+      prepare_mvq_norm(be, node, ns, &ns->mvq_self, 1, &ns->mvq_norm, &ns->prof_norm[0]));
   return prepare_mvq_group(be, node, ns);
 }
 
@@ -637,6 +716,7 @@ kiln_status kiln_cuda_prepare(void *backend, const kiln_node *node) {
   KILN_RETURN_IF_ERROR(state_slot(be, node, &ns));
   memset(ns, 0, sizeof *ns);
   for (int i = 0; i < 3; i++) ns->prof_fused[i] = UINT32_MAX;
+  ns->prof_norm[0] = ns->prof_norm[1] = UINT32_MAX;
   const bool batched = be->fl->prefill == KILN_CUDA_PREFILL_BATCHED && capacity(node) > 1;
   kiln_kdesc *d = NULL;
   kiln_status st = NULL;

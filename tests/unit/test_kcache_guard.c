@@ -90,6 +90,9 @@ static const sample samples[] = {
     {"load1", KILN_KPARAM_STR, {0, 0}, {"direct", "staged"}},
     {"load2", KILN_KPARAM_STR, {0, 0}, {"direct", "staged"}},
     {"stages", KILN_KPARAM_I64, {0, 2}, {NULL, NULL}},
+    /* matvec_q: the RMSNorm prologue first, so that its eps, w_type and
+     * add (shared with add_rmsnorm) are compiled in where they are flipped */
+    {"norm", KILN_KPARAM_STR, {0, 0}, {"rms", "none"}},
     {"bias0", KILN_KPARAM_STR, {0, 0}, {"F32", "none"}},
     {"bias1", KILN_KPARAM_STR, {0, 0}, {"F16", "none"}},
     {"bias2", KILN_KPARAM_STR, {0, 0}, {"BF16", "none"}},
@@ -295,11 +298,22 @@ static int param_index(const kiln_ktemplate *t, const char *name) {
   return -1;
 }
 
-/* A random combination the template would refuse made one it takes:
- * matvec_q's bulk-copy stages need every load direct and one set of rows
- * a block (samples v[0]), so a combination with a staged load or two sets
- * keeps stages 0. */
+/* A random combination the template would refuse (or no describe makes)
+ * made one it takes: matvec_q's bulk-copy stages need every load direct
+ * and one set of rows a block (samples v[0]), so a combination with a
+ * staged load or two sets keeps stages 0. */
 static void make_valid(const kiln_ktemplate *t, int *choice) {
+  /* matvec_q with norm = none (v[1]) compiles no prologue: its describe
+   * sets the prologue's parameters to one value each, so only those are
+   * real descriptors */
+  const int norm = param_index(t, "norm");
+  if (norm >= 0 && choice[norm]) {
+    static const char *const unused[] = {"add", "eps", "w_type"};
+    for (size_t i = 0; i < sizeof unused / sizeof unused[0]; i++) {
+      const int j = param_index(t, unused[i]);
+      if (j >= 0) choice[j] = 0;
+    }
+  }
   const int st = param_index(t, "stages");
   if (st < 0 || !choice[st]) return;
   static const char *const conflicts[] = {"load0", "load1", "load2", "groups_per_block"};

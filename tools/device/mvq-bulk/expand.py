@@ -12,7 +12,8 @@ p = dict(a.split('=', 1) for a in sys.argv[4:])
 d = dict(quant='q16', k='3584', warps='4', k_split='4', rows_per_group='2', groups_per_block='1',
          stages='0', type0='Q4_K', rows0='0', bias0='none', load0='direct',
          type1='none', rows1='0', bias1='none', load1='direct',
-         type2='none', rows2='0', bias2='none', load2='direct')
+         type2='none', rows2='0', bias2='none', load2='direct',
+         norm='none', add='0', eps='0.0f', w_type='F32')
 # tree=NAME: the templates of another tree, $MVH_TREES/NAME (two versions
 # of the kernels side by side in one run)
 tree = p.pop('tree', None)
@@ -20,7 +21,7 @@ if tree:
     kd = os.path.join(os.environ['MVH_TREES'], tree)
 d.update(p)
 # kernel_templates.c's order for matvec_q
-parts = ['grid_dep.cuh', 'quant_mode.cuh', 'act_quant.cuh', 'matvec_q_prims.cuh',
+parts = ['grid_dep.cuh', 'quant_mode.cuh', 'act_quant.cuh', 'rmsnorm_common.cuh', 'matvec_q_prims.cuh',
          'matvec_q_types.cuh', 'matvec_q_stage.cuh', 'matvec_q.cu']
 src = ''.join(open(f'{kd}/{f}.tmpl').read() + '\n' for f in parts)
 src = re.sub(r'\{\{(\w+)\}\}', lambda m: d[m.group(1)], src)

@@ -113,7 +113,9 @@ int main(int argc, char **argv) {
       float *y0 = y, *y1 = y + c.rows[0], *y2 = y1 + c.rows[1];
       const unsigned char *b0 = bias, *b1 = bias + 4 * c.rows[0], *b2 = b1 + 4 * c.rows[1];
       int ncols = 1;
-      void *args[] = {&w0, &w1, &w2, &b0, &b1, &b2, &y0, &y1, &y2, &xq, &ncols};
+      void *none = nullptr; /* the norm prologue's arguments: norm = none here */
+      void *args[] = {&w0, &w1, &w2, &b0, &b1, &b2, &y0, &y1, &y2, &xq, &ncols,
+                      &none, &none, &none, &none, &none, &none};
       cudaLaunchConfig_t lc = {}; lc.gridDim = dim3(grid, 1, 1); lc.blockDim = dim3(c.block, 1, 1); lc.dynamicSmemBytes = c.smem; lc.stream = st;
       cudaLaunchAttribute at[1]; at[0].id = cudaLaunchAttributeProgrammaticStreamSerialization; at[0].val.programmaticStreamSerializationAllowed = 1;
       lc.attrs = at; lc.numAttrs = pdl ? 1 : 0;
