@@ -23,6 +23,8 @@ AC_DEFUN([KILN_CHECK_CUDA], [
     LDFLAGS="$LDFLAGS -L$CUDA_LIBDIR"
     kiln_cuda_ok=yes
     AC_CHECK_HEADERS([cuda.h nvrtc.h cublas_v2.h cublasLt.h], [], [kiln_cuda_ok=no])
+    dnl optional: NVTX 3's memory API, to mark cuBLAS outputs for compute-sanitizer
+    AC_CHECK_HEADERS([nvtx3/nvToolsExtMemCudaRt.h])
     AS_IF([test $kiln_cuda_ok = yes],
       [AC_CHECK_LIB([nvrtc], [nvrtcCreateProgram], [], [kiln_cuda_ok=no])])
     AS_IF([test $kiln_cuda_ok = yes],

@@ -434,6 +434,7 @@ typedef struct kiln_cuda_backend {
    * counts its blocks on it and its last block sets it back to 0. */
   CUdeviceptr norm_ticket;
   uint64_t norm_ticket_bytes;
+  void *nvtx_domain; /* kiln_cuda_mark_written's NVTX domain, made at its first call */
   /* The quantized-activation scratch: one column of the widest matvec_q
    * input, grown in prepare(); xq_of is the tensor it holds now, valid
    * for the pass numbered xq_pass (each pass over a step's nodes takes
@@ -601,6 +602,15 @@ kiln_status kiln_cuda_mem_reserve(kiln_cuda_backend *be, CUdeviceptr *p, uint64_
  * step of n_tokens > 1 (cuda_gemm.c). */
 kiln_status kiln_cuda_blas_open(kiln_cuda_backend *be);
 void kiln_cuda_blas_close(kiln_cuda_backend *be);
+
+/* Tells compute-sanitizer (initcheck) that n ranges of `bytes` bytes, from
+ * base every `pitch` bytes, were written by the work queued on the
+ * backend's stream so far: for the outputs of cuBLAS and cuBLASLt
+ * kernels, whose stores the tool does not see (cuda_sanitize.c says how
+ * that was found). NVTX's memory API; nothing without a tool attached or
+ * without the header. */
+void kiln_cuda_mark_written(kiln_cuda_backend *be, CUdeviceptr base, size_t bytes, size_t pitch,
+                            int64_t n);
 kiln_status kiln_cuda_mul_mat_gemm(kiln_cuda_backend *be, const kiln_node *node,
                                    const kiln_cuda_node_state *ns, CUdeviceptr w, CUdeviceptr x,
                                    CUdeviceptr y, int32_t n_tokens);

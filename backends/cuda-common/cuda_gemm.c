@@ -182,6 +182,9 @@ kiln_status kiln_cuda_mul_mat_gemm(kiln_cuda_backend *be, const kiln_node *node,
                             (const void *)(uintptr_t)b, in_type, (int)kk, &zero,
                             (void *)(uintptr_t)(y + (CUdeviceptr)r0 * 4u), CUDA_R_32F, (int)n,
                             compute, CUBLAS_GEMM_DEFAULT));
+    /* rows x T outputs, a column every n values: for compute-sanitizer */
+    kiln_cuda_mark_written(be, y + (CUdeviceptr)r0 * 4u, (size_t)rows * 4u, (size_t)n * 4u,
+                           n_tokens);
   }
   return NULL;
 }

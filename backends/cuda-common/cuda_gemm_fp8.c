@@ -217,6 +217,8 @@ kiln_status kiln_cuda_mul_mat_fp8(kiln_cuda_backend *be, const kiln_node *node,
     kiln_status st = fp8_gemm_run(be, node, &g, be->scratch, be->x16, out, m, cols, (int)kk, ldc);
     fp8_gemm_free(&g);
     KILN_RETURN_IF_ERROR(st);
+    /* m x cols outputs, a column every ldc values: for compute-sanitizer */
+    kiln_cuda_mark_written(be, out, (size_t)m * 4u, (size_t)ldc * 4u, cols);
     if (!aligned) { /* the tile's rows x T outputs to their place in Y */
       CUDA_MEMCPY2D c = {0};
       c.srcMemoryType = c.dstMemoryType = CU_MEMORYTYPE_DEVICE;

@@ -416,9 +416,11 @@ static kiln_status mvq_launch_shape(kiln_cuda_backend *be, const kiln_node *node
                            "matvec_q with %u stages needs %llu bytes of shared memory a block, "
                            "the device allows %d ([%s] matvec_shape)",
                            shape->stages, (unsigned long long)smem, be->smem_optin, be->fl->name);
-  if (smem > 48u * 1024u)
-    KILN_CU_CHECK(be->host, be->cu, node,
-                  FuncSetAttribute(fn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, (int)smem));
+  /* Always: the 48 KiB a block gets without asking counts its static
+   * shared memory too (norm = rms keeps x there: the output head's 47072
+   * bytes of stages then did not fit, H200, 2026-12-07). */
+  KILN_CU_CHECK(be->host, be->cu, node,
+                FuncSetAttribute(fn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, (int)smem));
   int per_sm = 0;
   KILN_CU_CHECK(be->host, be->cu, node,
                 OccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, fn, (int)(32 * shape->warps),
@@ -498,6 +500,15 @@ static kiln_status prepare_mvq_norm(kiln_cuda_backend *be, const kiln_node *lead
   kiln_cuda_fn f = {0};
   KILN_RETURN_IF_ERROR(get_fn(be, d, lead, &f.fn));
   f.block = 32 * shape.warps;
+  /* the stages and the block's static arrays (x among them) within what a
+   * block may have: else no fusion, add_rmsnorm stays */
+  int static_bytes = 0;
+  if (shape.stages &&
+      (be->cu->FuncGetAttribute(&static_bytes, CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, f.fn) !=
+           CUDA_SUCCESS ||
+       (uint64_t)shape.stages * kiln_cuda_mvq_stage_bytes(mm, n, &shape) + (uint64_t)static_bytes >
+           (uint64_t)be->smem_optin))
+    return NULL;
   KILN_RETURN_IF_ERROR(mvq_launch_shape(be, lead, f.fn, mm, n, &shape, &f.per_block, &f.shared));
   KILN_RETURN_IF_ERROR(norm_ticket_reserve(be, lead));
   char label[sizeof be->prof.kinds[0].label];

@@ -119,7 +119,8 @@ backends_cuda_common_libkilncudacommon_la_SOURCES = \
 	backends/cuda-common/gemm_choice.c \
 	backends/cuda-common/config_list.c \
 	backends/cuda-common/cuda_mmq.c \
-	backends/cuda-common/cuda_gemm_fp8.c
+	backends/cuda-common/cuda_gemm_fp8.c \
+	backends/cuda-common/cuda_sanitize.c
 backends_cuda_common_libkilncudacommon_la_CPPFLAGS = $(AM_CPPFLAGS) $(CUDA_CPPFLAGS) \
 	-I$(top_srcdir)/backends/common -I$(top_builddir)/backends/cuda-common/kernels
 backends_cuda_common_libkilncudacommon_la_LIBADD = backends/common/libkilnnodecheck.la \

@@ -69,7 +69,7 @@ one() { # SUITE TOOL BACKEND: runs it, writes $dir/NAME.log and $dir/NAME.rc,
   name=$(label "$suite" "$backend")-$tool
   [ "$backend" = - ] || only=$backend
   KILN_TEST_BACKENDS=$only timeout "$limit" ./libtool --mode=execute compute-sanitizer --tool "$tool" \
-    --error-exitcode 86 --print-limit 50 "$suite" > "$dir/$name.log" 2>&1
+    --nvtx true --error-exitcode 86 --print-limit 50 "$suite" > "$dir/$name.log" 2>&1
   rc=$?
   echo $rc > "$dir/$name.rc"
   line=$(grep -E '(ERROR|RACECHECK) SUMMARY' "$dir/$name.log" | tail -1 | sed 's/^=* *//')
