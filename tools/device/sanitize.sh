@@ -26,6 +26,9 @@
 #   SAN_SPLIT="test_gpu_golden test_gpu_qwen35"   (the default) suites run once
 #   per CUDA backend (KILN_TEST_BACKENDS), as suite@backend: under the tools
 #   each takes minutes for the three backends, and the runs share the GPU
+#   SAN_SPLIT_TOOLS="racecheck"   (the default) tools under which every
+#   tests/gpu suite runs once per backend: racecheck is the slowest (test_gpu_bounds and
+#   test_gpu_attention outlasted 130 s whole on an H200, 2026-12-07)
 set -uo pipefail
 out=${OUT:-/tmp}
 jobs=${SAN_JOBS:-4}
@@ -49,11 +52,13 @@ export XDG_CACHE_HOME=$PWD/tests/cache-home KILN_REQUIRE_GPU=1
 dir=$(mktemp -d /tmp/sanitize.XXXXXX)
 
 split=${SAN_SPLIT-test_gpu_golden test_gpu_qwen35}
+split_tools=${SAN_SPLIT_TOOLS-racecheck}
 runs() { # SUITE TOOL BACKEND ("-": every backend in one run), one line each
   local s t b
   for s in $SAN_SUITES; do
     for t in $tools; do
-      if [[ " $split " == *" $(basename "$s") "* ]]; then
+      # (tests/gpu suites only: they honour KILN_TEST_BACKENDS)
+      if [[ " $split " == *" $(basename "$s") "* || (" $split_tools " == *" $t "* && $s == tests/gpu/*) ]]; then
         for b in cuda-serial cuda-batched cuda-cc120; do echo "$s $t $b"; done
       else echo "$s $t -"; fi
     done
