@@ -21,6 +21,10 @@ export LDFLAGS="-L$sys/usr/lib/x86_64-linux-gnu ${LDFLAGS:-}"
 export LD_LIBRARY_PATH=/usr/local/cuda/lib64:$sys/usr/lib/x86_64-linux-gnu:${LD_LIBRARY_PATH:-}
 export KILN_REQUIRE_GPU=1
 nvidia-smi --query-gpu=name,compute_cap,driver_version,memory.total --format=csv,noheader
+# A fresh tree every time: unpacked over an earlier build, sources older
+# than its objects (the tarball's mtimes are the make dist machine's) were
+# not rebuilt, and a call ran the previous call's kiln (H200, 2026-12-07).
+rm -rf "$build" && mkdir -p "$build"
 tar xzf "$root"/.device/kiln-*.tar.gz -C "$build" --strip-components=1
 cd "$build" || exit 1
 t0=$(date +%s)
