@@ -24,8 +24,9 @@ for b in ${NORM_AB_BACKENDS:-cuda-batched cuda-serial}; do
     for v in kernel fused; do
       printf '[%s]\nnorm_matvec = %s\n[cuda-cc120]\nallow_lower_cc = true\n' "$b" $v > "$out/norm-ab.ini"
       printf -- '-- %s norm_matvec = %s (round %s): ' "$b" $v "$r"
+      # the t/s column, or the error whole
       timeout 120 $K bench -m $M -B "$b" --config "$out/norm-ab.ini" -p 0 -n 128 -r 3 2>&1 |
-        grep -E 'tg128|error' | awk -F'|' '{ print $8 }'
+        grep -E 'tg128|error' | awk -F'|' '/tg128/ { print $8; next } { print }'
     done
   done
 done
