@@ -266,6 +266,7 @@ typedef struct kiln_cuda_node_state {
    * (mvq_group_norm); per_block: the grid, in blocks. Fn NULL: none. */
   kiln_cuda_fn mvq_norm, mvq_group_norm;
   const kiln_node *norm_of; /* that RMS_NORM (compared by address only) */
+  uint64_t serial;          /* which prepare() made this state: the backend's count */
   bool norm_add;
   uint32_t prof_norm[2]; /* profile kinds: [0] mvq_norm, [1] mvq_group_norm */
   kiln_cuda_fn add_norm;        /* RMS_NORM: add_rmsnorm with the producing ADD folded in */
@@ -435,6 +436,7 @@ typedef struct kiln_cuda_backend {
   CUdeviceptr norm_ticket;
   uint64_t norm_ticket_bytes;
   void *nvtx_domain; /* kiln_cuda_mark_written's NVTX domain, made at its first call */
+  uint64_t prep_serial; /* prepare() calls so far: each state's serial */
   /* The quantized-activation scratch: one column of the widest matvec_q
    * input, grown in prepare(); xq_of is the tensor it holds now, valid
    * for the pass numbered xq_pass (each pass over a step's nodes takes
@@ -611,6 +613,8 @@ void kiln_cuda_blas_close(kiln_cuda_backend *be);
  * without the header. */
 void kiln_cuda_mark_written(kiln_cuda_backend *be, CUdeviceptr base, size_t bytes, size_t pitch,
                             int64_t n);
+/* Releases what kiln_cuda_mark_written made (close()). */
+void kiln_cuda_sanitize_close(kiln_cuda_backend *be);
 kiln_status kiln_cuda_mul_mat_gemm(kiln_cuda_backend *be, const kiln_node *node,
                                    const kiln_cuda_node_state *ns, CUdeviceptr w, CUdeviceptr x,
                                    CUdeviceptr y, int32_t n_tokens);

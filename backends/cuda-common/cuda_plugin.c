@@ -137,6 +137,7 @@ static void backend_free(kiln_cuda_backend *be) {
   if (be->attn_part) cu->MemFree(be->attn_part);
   if (be->attn_tickets) cu->MemFree(be->attn_tickets);
   if (be->norm_ticket) cu->MemFree(be->norm_ticket);
+  kiln_cuda_sanitize_close(be);
   if (be->step_dev) cu->MemFree(be->step_dev);
   if (be->staging) cu->MemFreeHost(be->staging);
   if (be->up_staging) cu->MemFreeHost(be->up_staging);

@@ -451,20 +451,24 @@ static void mvq_label(const kiln_cuda_backend *be, const kiln_cuda_mvq_member *m
 }
 
 /* The RMS_NORM of whole rows just before `lead` (a matvec_q leader or
- * matrix alone) whose output lead reads, and whether the ADD just before
- * that feeds it; NULL where there is none. */
+ * matrix alone, state ls) whose output lead reads, and whether the ADD
+ * just before that feeds it; NULL where there is none. Only states this
+ * backend prepared right before lead's (their serials) count: a node run
+ * elsewhere (the cpu fallback) leaves an older plan's state in its slot,
+ * whose node is gone. */
 static const kiln_node *norm_before(const kiln_cuda_backend *be, const kiln_node *lead,
-                                    bool *out_add) {
+                                    const kiln_cuda_node_state *ls, bool *out_add) {
   *out_add = false;
-  if (lead->id < 1 || (uint32_t)lead->id > be->n_states) return NULL;
+  if (lead->id < 1 || (uint32_t)lead->id > be->n_states || ls->serial < 2) return NULL;
   const kiln_cuda_node_state *ns = &be->states[lead->id - 1];
-  const kiln_node *norm = ns->node;
-  if (!norm || norm->op != KILN_OP_RMS_NORM || norm->dst != lead->src[1] ||
-      ns->rows_per_token != 1)
+  if (!ns->node || ns->serial != ls->serial - 1 || ns->snap.op != KILN_OP_RMS_NORM ||
+      ns->snap.dst != lead->src[1] || ns->rows_per_token != 1)
     return NULL;
-  if (lead->id >= 2) {
-    const kiln_node *add = be->states[lead->id - 2].node;
-    *out_add = add && add->op == KILN_OP_ADD && norm->src[0] == add->dst;
+  const kiln_node *norm = ns->node;
+  if (lead->id >= 2 && ls->serial >= 3) {
+    const kiln_cuda_node_state *as = &be->states[lead->id - 2];
+    *out_add = as->node && as->serial == ls->serial - 2 && as->snap.op == KILN_OP_ADD &&
+               norm->src[0] == as->snap.dst;
   }
   return norm;
 }
@@ -480,14 +484,26 @@ static kiln_status prepare_mvq_norm(kiln_cuda_backend *be, const kiln_node *lead
   memset(out, 0, sizeof *out);
   if (!be->fuse || !be->norm_matvec) return NULL;
   bool add = false;
-  const kiln_node *norm = norm_before(be, lead, &add);
+  const kiln_node *norm = norm_before(be, lead, ls, &add);
   if (!norm || norm->src[1]->ne[0] != m[0].k || norm->src[0]->ne[0] != m[0].k ||
       (norm->src[1]->type != KILN_TYPE_F32 && norm->src[1]->type != KILN_TYPE_F16 &&
        norm->src[1]->type != KILN_TYPE_BF16))
     return NULL;
   kiln_cuda_mvq_member mm[3];
   memcpy(mm, m, n * sizeof *m);
-  const kiln_cuda_matvec_shape shape = mvq_shape(be, mm, n);
+  kiln_cuda_matvec_shape shape = mvq_shape(be, mm, n);
+  /* Every block repeats the norm's reads (a, b, the weight: 12 bytes a
+   * value), so only a persistent grid, a few blocks an SM, takes it: a
+   * shape without stages (a block per set of rows, thousands of blocks for
+   * Q/K/V) takes the bulk shape matvec_load = bulk gives where none was
+   * measured, on a device that has bulk copies and unless matvec_shape or
+   * matvec_load chose otherwise. */
+  if (!shape.stages) {
+    if (be->mvq_forced.warps || be->cc_major < 9 || (be->mvq_load != 0 && be->mvq_load != 3))
+      return NULL;
+    shape = (kiln_cuda_matvec_shape){8, 4, 4, 1, 2};
+    for (uint32_t i = 0; i < n; i++) mm[i].staged = false;
+  }
   const uint64_t xq_bytes = kiln_cuda_xq_col_bytes(m[0].k, be->act);
   if (!kiln_cuda_matvec_q_norm_fits(mm, n, &shape, be->act)) return NULL;
   if (shape.stages && (uint64_t)shape.stages * kiln_cuda_mvq_stage_bytes(mm, n, &shape) + 1024u +
@@ -726,6 +742,7 @@ kiln_status kiln_cuda_prepare(void *backend, const kiln_node *node) {
   kiln_cuda_node_state *ns = NULL;
   KILN_RETURN_IF_ERROR(state_slot(be, node, &ns));
   memset(ns, 0, sizeof *ns);
+  ns->serial = ++be->prep_serial;
   for (int i = 0; i < 3; i++) ns->prof_fused[i] = UINT32_MAX;
   ns->prof_norm[0] = ns->prof_norm[1] = UINT32_MAX;
   const bool batched = be->fl->prefill == KILN_CUDA_PREFILL_BATCHED && capacity(node) > 1;

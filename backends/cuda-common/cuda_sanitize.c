@@ -30,6 +30,8 @@
 
 void kiln_cuda_mark_written(kiln_cuda_backend *be, CUdeviceptr base, size_t bytes, size_t pitch,
                             int64_t n) {
+  if (n < 1 || !bytes) return;
+  if (pitch == bytes) bytes *= (size_t)n, n = 1; /* contiguous: one range */
   if (!be->nvtx_domain) be->nvtx_domain = nvtxDomainCreateA("kiln");
   nvtxMemVirtualRangeDesc_t r[MARK_BATCH];
   for (int64_t i = 0; i < n;) {
@@ -42,9 +44,16 @@ void kiln_cuda_mark_written(kiln_cuda_backend *be, CUdeviceptr base, size_t byte
                                &batch);
   }
 }
+
+void kiln_cuda_sanitize_close(kiln_cuda_backend *be) {
+  if (be->nvtx_domain) nvtxDomainDestroy((nvtxDomainHandle_t)be->nvtx_domain);
+  be->nvtx_domain = NULL;
+}
 #else
 void kiln_cuda_mark_written(kiln_cuda_backend *be, CUdeviceptr base, size_t bytes, size_t pitch,
                             int64_t n) {
   (void)be, (void)base, (void)bytes, (void)pitch, (void)n;
 }
+
+void kiln_cuda_sanitize_close(kiln_cuda_backend *be) { (void)be; }
 #endif

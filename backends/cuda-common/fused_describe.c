@@ -73,10 +73,13 @@ bool kiln_cuda_matvec_q_norm_fits(const kiln_cuda_mvq_member *m, uint32_t n_memb
                                   const kiln_cuda_matvec_shape *shape, kiln_cuda_quant q) {
   if (shape->warps < 1 || (m[0].k + 32 * (int64_t)shape->warps - 1) / (32 * (int64_t)shape->warps) > 32)
     return false;
+  /* a block's static shared memory, at most 48 KiB: x, the staged rows,
+   * and 1 KiB for the small arrays (the k-split's sums, the bulk
+   * barriers, the norm's block sum) */
   const uint32_t srow = staged_srow_max(m, n_members);
-  return !srow || (uint64_t)shape->warps * shape->rows_per_group * srow +
-                          kiln_cuda_xq_col_bytes(m[0].k, q) <=
-                      48u * 1024u;
+  return (uint64_t)shape->warps * shape->rows_per_group * srow + kiln_cuda_xq_col_bytes(m[0].k, q) +
+             1024u <=
+         48u * 1024u;
 }
 
 /* What norm = rms asks of the RMS_NORM node and the launch shape. */
@@ -99,8 +102,8 @@ static kiln_status check_norm(const kiln_host_api *host, const kiln_node *node,
   if (!kiln_cuda_matvec_q_norm_fits(m, n_members, shape, q))
     return kiln_node_error(host, KILN_STATUS_INVALID_ARGUMENT, node,
                            "matvec_q with the norm folded in: a row of %lld values is more than "
-                           "32 a thread for %u warps, or the staged rows (%u bytes a row) and "
-                           "x's %llu bytes exceed 48 KiB of shared memory",
+                           "32 a thread for %u warps, or the staged rows (%u bytes a row), "
+                           "x's %llu bytes and 1 KiB exceed 48 KiB of shared memory",
                            (long long)m[0].k, shape->warps, staged_srow_max(m, n_members),
                            (unsigned long long)kiln_cuda_xq_col_bytes(m[0].k, q));
   return NULL;

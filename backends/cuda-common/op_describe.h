@@ -367,11 +367,11 @@ kiln_status kiln_cuda_matvec_q_describe(const kiln_host_api *host, kiln_kcompile
  * kiln_cuda_matvec_q_describe. KILN_STATUS_INVALID_ARGUMENT as that, and
  * for a norm that is not one of whole rows of k values, a weight type
  * other than F32, F16 or BF16, more than 32 values of the row a thread (k
- * > 1024 x warps), or staged rows whose shared memory with x's passes 48
- * KiB. */
+ * > 1024 x warps), or a block whose static shared memory (x, staged
+ * rows, 1 KiB) passes 48 KiB. */
 /* Whether matvec_q of that shape can take the norm as its prologue: at
- * most 32 values of a row of k a thread, and staged rows' shared memory
- * with x's within 48 KiB. */
+ * most 32 values of a row of k a thread, and the block's static shared
+ * memory (x's, staged rows', 1 KiB for the rest) within 48 KiB. */
 bool kiln_cuda_matvec_q_norm_fits(const kiln_cuda_mvq_member *m, uint32_t n_members,
                                   const kiln_cuda_matvec_shape *shape, kiln_cuda_quant q);
 

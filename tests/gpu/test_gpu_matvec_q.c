@@ -37,8 +37,11 @@
 #include <string.h>
 
 #include <cmocka.h>
+#include <errno.h>
+#include <unistd.h>
 
 #include "gpu_common.h"
+#include "kiln/log.h"
 #include "testutil.h"
 
 static const kiln_type block_types[] = {KILN_TYPE_Q4_0, KILN_TYPE_Q5_0, KILN_TYPE_Q8_0,
@@ -308,6 +311,38 @@ static void reference(const layer *l, double *const *ref) {
 static const char *const variant_name[N_VARIANTS] = {"unfused", "fused", "fused bulk",
                                                      "norm fused", "norm bulk"};
 
+/* stderr into a temporary file for a while (the plugins log there). */
+typedef struct stderr_capture {
+  FILE *file;
+  int saved;
+  kiln_log_level level;
+} stderr_capture;
+
+static void capture_stderr(stderr_capture *c) {
+  fflush(stderr);
+  c->file = tmpfile();
+  c->saved = c->file ? dup(2) : -1;
+  if (c->saved < 0 || dup2(fileno(c->file), 2) < 0) fail_msg("capturing stderr: %s", strerror(errno));
+  c->level = kiln_log_get_level();
+  kiln_log_set_level(KILN_LOG_INFO); /* the profile table is an info line */
+}
+
+/* Ends the capture; the text it caught, echoed to stderr (malloc'd). */
+static char *release_stderr(stderr_capture *c) {
+  fflush(stderr);
+  dup2(c->saved, 2);
+  close(c->saved);
+  kiln_log_set_level(c->level);
+  long n = ftell(c->file);
+  char *text = kg_alloc((size_t)(n > 0 ? n : 0) + 1);
+  rewind(c->file);
+  size_t got = n > 0 ? fread(text, 1, (size_t)n, c->file) : 0;
+  text[got] = '\0';
+  fclose(c->file);
+  fputs(text, stderr);
+  return text;
+}
+
 /* The layer in every variant; in_place: the ADD's sum overwrites x (its
  * first input), as a decode graph's residual may, so the norm prologue's
  * last block writes it while the others have read x. */
@@ -331,24 +366,42 @@ static void fused_layer(bool in_place) {
     for (int b = 0; b < KG_N_BACKENDS; b++) {
       for (int v = 0; v < N_VARIANTS; v++) {
         const int fuse = v > 0;
-        kiln_config_override extra[2];
+        kiln_config_override extra[3];
         size_t n_extra = 0;
         if (v == 2 || v == 4)
           extra[n_extra++] = (kiln_config_override){kg_backends[b], "matvec_load", "bulk", "test"};
-        if (v >= 3)
+        if (v >= 3) {
           extra[n_extra++] = (kiln_config_override){kg_backends[b], "norm_matvec", "fused", "test"};
+          extra[n_extra++] = (kiln_config_override){kg_backends[b], "profile", "true", "test"};
+        }
+        /* norm_matvec = fused with quantized activations must have run its
+         * kernel, not fallen back to add_rmsnorm: the profile table that
+         * the backend logs at close names it */
+        const bool want_norm = v >= 3 && strcmp(kg_modes[mode], "f32") != 0;
+        stderr_capture cap = {0};
+        if (v >= 3) capture_stderr(&cap);
         kiln_runtime *rt = kg_runtime_mode(kg_modes[mode], fuse, extra, n_extra);
         kiln_backend *be = kg_backend_open(rt, kg_backends[b]);
         kiln_status st =
             kg_run_graph(be, &l.g, 1, 0, out_ids, (int)N_OUTS, (void *const *)got[v]);
+        kiln_backend_close(be);
+        kiln_runtime_free(rt);
+        char *log = v >= 3 ? release_stderr(&cap) : NULL;
         if (st) {
           printf("  FAIL %-12s %-3s %s: %s\n", kg_backends[b], kg_modes[mode], variant_name[v],
                  kiln_status_message(st));
           kiln_status_free(st);
           bad++;
+        } else if (want_norm) {
+          const char *ran = log ? strstr(log, "add+rms_norm+matvec_") : NULL;
+          const char *eol = ran ? strchr(ran, '\n') : NULL;
+          printf("  %-12s %-3s %-10s%s profile: %.*s%s\n", kg_backends[b], kg_modes[mode],
+                 variant_name[v], in_place ? " in place" : "",
+                 ran ? (int)(eol ? eol - ran : (ptrdiff_t)strlen(ran)) : 0, ran ? ran : "",
+                 ran ? "" : "no add+rms_norm+matvec_ launch  FAIL");
+          bad += !ran;
         }
-        kiln_backend_close(be);
-        kiln_runtime_free(rt);
+        free(log);
       }
       for (int v = 1; v < N_VARIANTS; v++)
         for (size_t i = 0; i < N_OUTS; i++) {

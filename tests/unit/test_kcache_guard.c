@@ -304,8 +304,9 @@ static int param_index(const kiln_ktemplate *t, const char *name) {
  * staged load or two sets keeps stages 0. */
 static void make_valid(const kiln_ktemplate *t, int *choice) {
   /* matvec_q with norm = none (v[1]) compiles no prologue: its describe
-   * sets the prologue's parameters to one value each, so only those are
-   * real descriptors */
+   * gives the prologue's parameters one value each (0, 0, F32), so a
+   * descriptor that differs from another only there is none describe
+   * makes; here they take the samples' first values instead */
   const int norm = param_index(t, "norm");
   if (norm >= 0 && choice[norm]) {
     static const char *const unused[] = {"add", "eps", "w_type"};
