@@ -88,3 +88,35 @@ bool kt_write_file(const char *path, const void *data, size_t size) {
   bool ok = fwrite(data, 1, size, f) == size;
   return fclose(f) == 0 && ok;
 }
+
+bool kt_stderr_begin(kt_stderr *c) {
+  fflush(stderr);
+  FILE *f = tmpfile();
+  c->file = f;
+  c->saved = f ? dup(2) : -1;
+  if (c->saved >= 0 && dup2(fileno(f), 2) >= 0) return true;
+  if (c->saved >= 0) close(c->saved);
+  if (f) fclose(f);
+  c->file = NULL;
+  c->saved = -1;
+  return false;
+}
+
+char *kt_stderr_end(kt_stderr *c) {
+  FILE *f = c->file;
+  if (!f) return NULL;
+  fflush(stderr);
+  dup2(c->saved, 2);
+  close(c->saved);
+  long n = ftell(f);
+  char *text = n >= 0 ? malloc((size_t)n + 1) : NULL;
+  rewind(f);
+  if (text && fread(text, 1, (size_t)n, f) != (size_t)n) {
+    free(text);
+    text = NULL;
+  }
+  if (text) text[n] = '\0';
+  fclose(f);
+  c->file = NULL;
+  return text;
+}

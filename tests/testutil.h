@@ -36,6 +36,20 @@ void kt_rm_rf(const char *path);
 /* Writes size bytes to path (truncating); false on error. */
 bool kt_write_file(const char *path, const void *data, size_t size);
 
+/* stderr (fd 2, where kiln and its plugins log) into a temporary file from
+ * kt_stderr_begin to kt_stderr_end. */
+typedef struct kt_stderr {
+  void *file; /* FILE * */
+  int saved;  /* the real stderr, dup()ed */
+} kt_stderr;
+
+/* Starts a capture; false (nothing redirected) if it cannot. */
+bool kt_stderr_begin(kt_stderr *c);
+
+/* Ends it and returns the text caught, malloc'd and NUL-terminated; NULL
+ * if it could not be read back. */
+char *kt_stderr_end(kt_stderr *c);
+
 /* Fails the current cmocka test with st's message if st is not NULL. */
 #define KT_ASSERT_OK(expr)                                                    \
   do {                                                                        \

@@ -38,7 +38,6 @@
 
 #include <cmocka.h>
 #include <errno.h>
-#include <unistd.h>
 
 #include "gpu_common.h"
 #include "kiln/log.h"
@@ -311,34 +310,23 @@ static void reference(const layer *l, double *const *ref) {
 static const char *const variant_name[N_VARIANTS] = {"unfused", "fused", "fused bulk",
                                                      "norm fused", "norm bulk"};
 
-/* stderr into a temporary file for a while (the plugins log there). */
+/* stderr captured, at log level info (the profile table is an info line). */
 typedef struct stderr_capture {
-  FILE *file;
-  int saved;
+  kt_stderr cap;
   kiln_log_level level;
 } stderr_capture;
 
 static void capture_stderr(stderr_capture *c) {
-  fflush(stderr);
-  c->file = tmpfile();
-  c->saved = c->file ? dup(2) : -1;
-  if (c->saved < 0 || dup2(fileno(c->file), 2) < 0) fail_msg("capturing stderr: %s", strerror(errno));
+  if (!kt_stderr_begin(&c->cap)) fail_msg("capturing stderr: %s", strerror(errno));
   c->level = kiln_log_get_level();
-  kiln_log_set_level(KILN_LOG_INFO); /* the profile table is an info line */
+  kiln_log_set_level(KILN_LOG_INFO);
 }
 
 /* Ends the capture; the text it caught, echoed to stderr (malloc'd). */
 static char *release_stderr(stderr_capture *c) {
-  fflush(stderr);
-  dup2(c->saved, 2);
-  close(c->saved);
+  char *text = kt_stderr_end(&c->cap);
   kiln_log_set_level(c->level);
-  long n = ftell(c->file);
-  char *text = kg_alloc((size_t)(n > 0 ? n : 0) + 1);
-  rewind(c->file);
-  size_t got = n > 0 ? fread(text, 1, (size_t)n, c->file) : 0;
-  text[got] = '\0';
-  fclose(c->file);
+  if (!text) fail_msg("reading back the captured stderr");
   fputs(text, stderr);
   return text;
 }
