@@ -13,6 +13,8 @@
  * step) simply takes its unfused kernel. */
 #include "config.h"
 
+#include <string.h>
+
 #include "cuda_backend.h"
 #include "node_check.h"
 
@@ -59,6 +61,34 @@ static kiln_status launch_norm(kiln_cuda_backend *be, const kiln_cuda_fn *f,
   return kiln_cuda_prof_end(be, kind);
 }
 
+/* One matvec_q launch of f over the bound members mb[0..n-1] (their
+ * weights, biases and outputs at column col) on the grid's `grid` blocks:
+ * x from the scratch xq, or with norm = rms from the prologue's six
+ * arguments (a, b, sum, w, y, ticket; NULL: all 0), timed as `kind`. */
+static kiln_status launch_mvq(kiln_cuda_backend *be, const char *what, const kiln_cuda_fn *f,
+                              uint32_t grid, const kiln_cuda_bound *mb, uint32_t n, int32_t col,
+                              CUdeviceptr xq, const CUdeviceptr *norm, uint32_t kind) {
+  CUdeviceptr w[3] = {0}, b[3] = {0}, y[3] = {0}, na[6] = {0};
+  for (uint32_t m = 0; m < n; m++) {
+    const kiln_node *nd = mb[m].node;
+    w[m] = mb[m].b[0]->ptr;
+    b[m] = nd->src[2] ? mb[m].b[2]->ptr : 0;
+    y[m] = kiln_cuda_col_ptr(mb[m].b[4], nd->dst, col);
+  }
+  if (norm) memcpy(na, norm, sizeof na);
+  int n_cols = 1;
+  void *args[] = {&w[0], &w[1], &w[2], &b[0],  &b[1],  &b[2],  &y[0],  &y[1],  &y[2],
+                  &xq,   &n_cols, &na[0], &na[1], &na[2], &na[3], &na[4], &na[5]};
+  KILN_RETURN_IF_ERROR(kiln_cuda_prof_begin(be));
+  kiln_status st =
+      kiln_cuda_launch_shared(be, mb[0].node, what, f->fn, grid, 1, f->block, f->shared, args);
+  if (st) {
+    be->prof.open = false;
+    return st;
+  }
+  return kiln_cuda_prof_end(be, kind);
+}
+
 /* norm_matvec = fused: the ADD at i (with_add) and the RMS_NORM after it,
  * or the RMS_NORM at i, and the matvec_q group (or matrix alone) reading
  * it next, as one matvec_q launch with the norm its prologue (norm = rms),
@@ -92,41 +122,26 @@ static kiln_status fuse_norm_mvq(kiln_cuda_backend *be, const kiln_step *step, u
   KILN_RETURN_IF_ERROR(kiln_cuda_bind(be, step, norm, 1, col, pos, &nb));
   for (uint32_t m = 0; m < n; m++)
     KILN_RETURN_IF_ERROR(kiln_cuda_bind(be, step, at(step, m0 + m), 1, col, pos, &mb[m]));
-  CUdeviceptr w[3] = {0}, b[3] = {0}, y[3] = {0}, xq = 0;
-  for (uint32_t m = 0; m < n; m++) {
-    const kiln_node *nd = mb[m].node;
-    w[m] = mb[m].b[0]->ptr;
-    b[m] = nd->src[2] ? mb[m].b[2]->ptr : 0;
-    y[m] = kiln_cuda_col_ptr(mb[m].b[4], nd->dst, col);
-  }
-  CUdeviceptr a = kiln_cuda_col_ptr(nb.b[0], norm->src[0], col), bb = 0, sum = 0,
-              nw = nb.b[1]->ptr, ny = kiln_cuda_col_ptr(nb.b[4], norm->dst, col),
-              ticket = be->norm_ticket;
+  /* a, b, sum, w, y, ticket (matvec_q.cu.tmpl's prologue) */
+  CUdeviceptr na[6] = {kiln_cuda_col_ptr(nb.b[0], norm->src[0], col), 0, 0, nb.b[1]->ptr,
+                       kiln_cuda_col_ptr(nb.b[4], norm->dst, col), be->norm_ticket};
   if (with_add) {
     const kiln_node *an = ab.node;
-    a = kiln_cuda_col_ptr(ab.b[0], an->src[0], col);
-    bb = kiln_cuda_col_ptr(ab.b[1], an->src[1], col);
-    sum = kiln_cuda_col_ptr(ab.b[4], an->dst, col);
+    na[0] = kiln_cuda_col_ptr(ab.b[0], an->src[0], col);
+    na[1] = kiln_cuda_col_ptr(ab.b[1], an->src[1], col);
+    na[2] = kiln_cuda_col_ptr(ab.b[4], an->dst, col);
   }
-  if (!ticket || be->norm_ticket_bytes < 4)
+  if (!be->norm_ticket || be->norm_ticket_bytes < 4)
     return kiln_node_error(be->host, KILN_STATUS_INTERNAL, lead,
                            "the norm prologue's ticket was not prepared");
-  int n_cols = 1;
-  void *args[] = {&w[0], &w[1], &w[2], &b[0], &b[1], &b[2], &y[0], &y[1], &y[2],
-                  &xq,   &n_cols, &a,  &bb,  &sum,  &nw,   &ny,   &ticket};
-  KILN_RETURN_IF_ERROR(kiln_cuda_prof_begin(be));
-  st = kiln_cuda_launch_shared(be, lead, "matvec_q with the norm", f->fn, f->per_block, 1,
-                               f->block, f->shared, args);
-  if (st) {
-    be->prof.open = false;
-    return st;
-  }
+  KILN_RETURN_IF_ERROR(
+      launch_mvq(be, "matvec_q with the norm", f, f->per_block, mb, n, col, 0, na, kind));
   /* The scratch is not written; what it held may have been overwritten. */
   if (be->xq_of == norm->dst || (with_add && be->xq_of == ab.node->dst)) be->xq_of = NULL;
   for (uint32_t m = 0; m < n; m++)
     if (be->xq_of == mb[m].node->dst) be->xq_of = NULL;
   *out_used = (with_add ? 2u : 1u) + n;
-  return kiln_cuda_prof_end(be, kind);
+  return NULL;
 }
 
 /* ADD at i and the RMS_NORM of its output at i + 1; or an RMS_NORM at i
@@ -217,26 +232,10 @@ static kiln_status fuse_group(kiln_cuda_backend *be, const kiln_step *step, uint
     }
     KILN_RETURN_IF_ERROR(kiln_cuda_prof_end(be, ls->prof_fused[0]));
   }
-  CUdeviceptr w[3] = {0}, b[3] = {0}, y[3] = {0}, xq = be->xq;
-  for (uint32_t m = 0; m < n; m++) {
-    const kiln_node *nd = nb[m].node;
-    w[m] = nb[m].b[0]->ptr;
-    b[m] = nd->src[2] ? nb[m].b[2]->ptr : 0;
-    y[m] = kiln_cuda_col_ptr(nb[m].b[4], nd->dst, col);
-  }
-  int n_cols = 1;
-  CUdeviceptr none = 0; /* the norm prologue's arguments (matvec_q.cu.tmpl), unused here */
-  void *args[] = {&w[0], &w[1], &w[2], &b[0], &b[1], &b[2], &y[0], &y[1], &y[2],
-                  &xq,   &n_cols, &none, &none, &none, &none, &none, &none};
-  KILN_RETURN_IF_ERROR(kiln_cuda_prof_begin(be));
-  st = kiln_cuda_launch_shared(be, lead, "matvec_q group", ls->mvq_group.fn, ls->grid_group, 1,
-                               ls->mvq_group.block, ls->mvq_group.shared, args);
-  if (st) {
-    be->prof.open = false;
-    return st;
-  }
+  KILN_RETURN_IF_ERROR(launch_mvq(be, "matvec_q group", &ls->mvq_group, ls->grid_group, nb, n,
+                                  col, be->xq, NULL, ls->prof_fused[2]));
   *out_used = n;
-  return kiln_cuda_prof_end(be, ls->prof_fused[2]);
+  return NULL;
 }
 
 /* ROPE of Q at i, then its K RoPE, the store of the rotated K and a store
