@@ -340,11 +340,12 @@ static kiln_cuda_matvec_shape mvq_bulk_shape(const kiln_cuda_mvq_member *m, uint
   return (kiln_cuda_matvec_shape){0, 0, 0, 0, 0};
 }
 
-/* Whether a block of `shape` over m fits the device's shared memory (with
- * 1 KiB for the block's static arrays and the driver's share). */
+/* Whether a block of `shape` over m fits the device's shared memory, its
+ * stages beside static_bytes of static arrays (1 KiB where those are the
+ * small ones, with the driver's share). */
 static bool mvq_bulk_fits(const kiln_cuda_backend *be, const kiln_cuda_mvq_member *m, uint32_t n,
-                          const kiln_cuda_matvec_shape *shape) {
-  return (uint64_t)shape->stages * kiln_cuda_mvq_stage_bytes(m, n, shape) + 1024u <=
+                          const kiln_cuda_matvec_shape *shape, uint64_t static_bytes) {
+  return (uint64_t)shape->stages * kiln_cuda_mvq_stage_bytes(m, n, shape) + static_bytes <=
          (uint64_t)be->smem_optin;
 }
 
@@ -375,7 +376,7 @@ static kiln_cuda_matvec_shape mvq_shape(const kiln_cuda_backend *be, kiln_cuda_m
   } else if ((be->mvq_load == 0 && be->cc_major == 9) || be->mvq_load == 3) {
     s = mvq_bulk_shape(m, n);
     if (!s.warps && be->mvq_load == 3) s = (kiln_cuda_matvec_shape){8, 4, 4, 1, 2};
-    if (s.warps && !mvq_bulk_fits(be, m, n, &s)) s.warps = 0;
+    if (s.warps && !mvq_bulk_fits(be, m, n, &s, 1024u)) s.warps = 0;
   }
   if (s.warps) {
     if (s.stages)
@@ -485,10 +486,7 @@ static kiln_status prepare_mvq_norm(kiln_cuda_backend *be, const kiln_node *lead
   if (!be->fuse || !be->norm_matvec) return NULL;
   bool add = false;
   const kiln_node *norm = norm_before(be, lead, ls, &add);
-  if (!norm || norm->src[1]->ne[0] != m[0].k || norm->src[0]->ne[0] != m[0].k ||
-      (norm->src[1]->type != KILN_TYPE_F32 && norm->src[1]->type != KILN_TYPE_F16 &&
-       norm->src[1]->type != KILN_TYPE_BF16))
-    return NULL;
+  if (!kiln_cuda_matvec_q_norm_node_ok(norm, m[0].k)) return NULL;
   kiln_cuda_mvq_member mm[3];
   memcpy(mm, m, n * sizeof *m);
   kiln_cuda_matvec_shape shape = mvq_shape(be, mm, n);
@@ -504,11 +502,9 @@ static kiln_status prepare_mvq_norm(kiln_cuda_backend *be, const kiln_node *lead
     shape = (kiln_cuda_matvec_shape){8, 4, 4, 1, 2};
     for (uint32_t i = 0; i < n; i++) mm[i].staged = false;
   }
-  const uint64_t xq_bytes = kiln_cuda_xq_col_bytes(m[0].k, be->act);
-  if (!kiln_cuda_matvec_q_norm_fits(mm, n, &shape, be->act)) return NULL;
-  if (shape.stages && (uint64_t)shape.stages * kiln_cuda_mvq_stage_bytes(mm, n, &shape) + 1024u +
-                              xq_bytes >
-                          (uint64_t)be->smem_optin)
+  /* x beside the stages (before the compile, which would be for nothing) */
+  if (!kiln_cuda_matvec_q_norm_fits(mm, n, &shape, be->act) ||
+      !mvq_bulk_fits(be, mm, n, &shape, 1024u + kiln_cuda_xq_col_bytes(m[0].k, be->act)))
     return NULL;
   kiln_kdesc *d = NULL;
   KILN_RETURN_IF_ERROR(kiln_cuda_matvec_q_norm_describe(be->host, be->compiler, lead, mm, n, &shape,
@@ -519,11 +515,9 @@ static kiln_status prepare_mvq_norm(kiln_cuda_backend *be, const kiln_node *lead
   /* the stages and the block's static arrays (x among them) within what a
    * block may have: else no fusion, add_rmsnorm stays */
   int static_bytes = 0;
-  if (shape.stages &&
-      (be->cu->FuncGetAttribute(&static_bytes, CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, f.fn) !=
-           CUDA_SUCCESS ||
-       (uint64_t)shape.stages * kiln_cuda_mvq_stage_bytes(mm, n, &shape) + (uint64_t)static_bytes >
-           (uint64_t)be->smem_optin))
+  if (be->cu->FuncGetAttribute(&static_bytes, CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, f.fn) !=
+          CUDA_SUCCESS ||
+      !mvq_bulk_fits(be, mm, n, &shape, (uint64_t)static_bytes))
     return NULL;
   KILN_RETURN_IF_ERROR(mvq_launch_shape(be, lead, f.fn, mm, n, &shape, &f.per_block, &f.shared));
   KILN_RETURN_IF_ERROR(norm_ticket_reserve(be, lead));

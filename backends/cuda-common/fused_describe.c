@@ -82,23 +82,36 @@ bool kiln_cuda_matvec_q_norm_fits(const kiln_cuda_mvq_member *m, uint32_t n_memb
          48u * 1024u;
 }
 
+/* norm = rms's two asks of the RMS_NORM node: whole rows of k values, and
+ * a weight of a type kiln_rmsnorm_w reads. */
+static bool norm_rows_ok(const kiln_node *norm, int64_t k) {
+  return norm && norm->op == KILN_OP_RMS_NORM && norm->src[0] && norm->src[1] &&
+         norm->src[1]->ne[0] == k && norm->src[0]->ne[0] == k;
+}
+
+static bool norm_weight_ok(kiln_type t) {
+  return t == KILN_TYPE_F32 || t == KILN_TYPE_F16 || t == KILN_TYPE_BF16;
+}
+
+bool kiln_cuda_matvec_q_norm_node_ok(const kiln_node *norm, int64_t k) {
+  return norm_rows_ok(norm, k) && norm_weight_ok(norm->src[1]->type);
+}
+
 /* What norm = rms asks of the RMS_NORM node and the launch shape. */
 static kiln_status check_norm(const kiln_host_api *host, const kiln_node *node,
                               const kiln_node *norm, const kiln_cuda_mvq_member *m,
                               uint32_t n_members, const kiln_cuda_matvec_shape *shape,
                               kiln_cuda_quant q) {
   KILN_RETURN_IF_ERROR(kiln_cuda_node_check(host, norm));
-  if (norm->op != KILN_OP_RMS_NORM || !norm->src[0] || !norm->src[1] ||
-      norm->src[1]->ne[0] != m[0].k || norm->src[0]->ne[0] != m[0].k)
+  if (!norm_rows_ok(norm, m[0].k))
     return kiln_node_error(host, KILN_STATUS_INVALID_ARGUMENT, node,
                            "a matvec_q with the norm folded in needs an rms_norm of whole rows of "
                            "its k (%lld) values ('%.*s')",
                            (long long)m[0].k, KILN_NAME_MAX, norm->name);
-  const kiln_type wt = norm->src[1]->type;
-  if (wt != KILN_TYPE_F32 && wt != KILN_TYPE_F16 && wt != KILN_TYPE_BF16)
+  if (!norm_weight_ok(norm->src[1]->type))
     return kiln_node_error(host, KILN_STATUS_INVALID_ARGUMENT, node,
                            "the norm weight of '%.*s' is %s (F32, F16 or BF16)", KILN_NAME_MAX,
-                           norm->name, kiln_type_name(wt));
+                           norm->name, kiln_type_name(norm->src[1]->type));
   if (!kiln_cuda_matvec_q_norm_fits(m, n_members, shape, q))
     return kiln_node_error(host, KILN_STATUS_INVALID_ARGUMENT, node,
                            "matvec_q with the norm folded in: a row of %lld values is more than "

@@ -375,6 +375,11 @@ kiln_status kiln_cuda_matvec_q_describe(const kiln_host_api *host, kiln_kcompile
 bool kiln_cuda_matvec_q_norm_fits(const kiln_cuda_mvq_member *m, uint32_t n_members,
                                   const kiln_cuda_matvec_shape *shape, kiln_cuda_quant q);
 
+/* Whether `norm` is an RMS_NORM that norm = rms can take as the prologue
+ * of a matvec_q of row length k: whole rows of k values, an F32, F16 or
+ * BF16 weight (what kiln_cuda_matvec_q_norm_describe refuses otherwise). */
+bool kiln_cuda_matvec_q_norm_node_ok(const kiln_node *norm, int64_t k);
+
 kiln_status kiln_cuda_matvec_q_norm_describe(const kiln_host_api *host, kiln_kcompiler *compiler,
                                              const kiln_node *node, const kiln_cuda_mvq_member *m,
                                              uint32_t n_members,
