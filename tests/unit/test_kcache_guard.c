@@ -18,7 +18,8 @@
  * attention_split and rope_store, every baked parameter of the integer
  * tensor-core prefill GEMM (mmq: mmq_type, quant, k, tile_m, tile_n, warps,
  * prefetch)
- * in mmq alone — where it must fail (XFAIL), proving the guard goes red
+ * in mmq alone, and matvec_q's RMSNorm prologue (norm, and its ε in
+ * matvec_q alone) — where it must fail (XFAIL), proving the guard goes red
  * for each. */
 #include "config.h"
 
