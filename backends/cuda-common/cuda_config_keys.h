@@ -193,7 +193,7 @@
 #define KILN_CUDA_KEY_NORM_MATVEC                                             \
   {.name = "norm_matvec",                                                     \
    .type = KILN_CONFIG_ENUM,                                                  \
-   .default_value = "kernel",                                                 \
+   .default_value = "fused",                                                  \
    .choices = "kernel|fused",                                                 \
    .help = "in a step of one token, the RMSNorm (and the residual add before " \
            "it) that a quantized-activation matvec reads: kernel = its own "  \

@@ -214,10 +214,10 @@ static kiln_status read_config(kiln_cuda_backend *be, const kiln_config_section 
     const char *am = host->cfg_str(cfg, "attention_merge");
     be->attn_merge_kernel = !am || strcmp(am, "fused") != 0;
   }
-  be->norm_matvec = false;
+  be->norm_matvec = true;
   if (cfg) {
     const char *nm = host->cfg_str(cfg, "norm_matvec");
-    be->norm_matvec = nm && strcmp(nm, "fused") == 0;
+    be->norm_matvec = !nm || strcmp(nm, "kernel") != 0;
   }
   be->attn_mma = true;
   if (cfg) {
