@@ -20,7 +20,8 @@ tests_unit_test_gguf_read_LDADD = $(TEST_LIBS)
 # The reader is compiled in, so the counting allocator (tests/heap_count.h)
 # sees its every allocation: the suite measures each open's peak heap.
 tests_unit_test_gguf_malformed_SOURCES = tests/unit/test_gguf_malformed.c tests/unit/gguf_testbuf.h \
-	$(kiln_gguf_read_sources) core/src/base/status.c $(heap_count_sources)
+	$(kiln_gguf_read_sources) core/src/base/status.c core/src/base/escape.c \
+	$(heap_count_sources)
 tests_unit_test_gguf_malformed_CFLAGS = $(TEST_CFLAGS)
 tests_unit_test_gguf_malformed_LDFLAGS = $(heap_count_ldflags)
 tests_unit_test_gguf_malformed_LDADD = tests/libkilntest.la $(CMOCKA_LIBS) -lm
@@ -43,7 +44,8 @@ if HAVE_SANITIZERS
 check_PROGRAMS += tests/unit/test_gguf_malformed_san
 TESTS += tests/unit/test_gguf_malformed_san
 tests_unit_test_gguf_malformed_san_SOURCES = tests/unit/test_gguf_malformed.c \
-	$(kiln_gguf_read_sources) core/src/base/status.c $(heap_count_sources)
+	$(kiln_gguf_read_sources) core/src/base/status.c core/src/base/escape.c \
+	$(heap_count_sources)
 tests_unit_test_gguf_malformed_san_CFLAGS = $(TEST_CFLAGS) $(KILN_SAN_CFLAGS)
 tests_unit_test_gguf_malformed_san_LDFLAGS = $(KILN_SAN_CFLAGS) $(heap_count_ldflags)
 tests_unit_test_gguf_malformed_san_LDADD = tests/libkilntest.la $(CMOCKA_LIBS) -lm

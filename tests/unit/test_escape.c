@@ -69,11 +69,32 @@ static void test_buffer_limits(void **state) {
   assert_string_equal(buf, "");
 }
 
+/* kiln_quote: how every error message shows a string from a file. */
+static void test_quote(void **state) {
+  (void)state;
+  char buf[KILN_QUOTE_CAP(8)];
+  /* a NUL inside is shown, not taken for the end of the value */
+  assert_string_equal(kiln_quote(buf, sizeof buf, "gpt2\0", 5, 8), "\"gpt2\\x00\"");
+  assert_string_equal(kiln_quote(buf, sizeof buf, "a\"b\x1b", 4, 8), "\"a\\\"b\\x1b\"");
+  assert_string_equal(kiln_quote(buf, sizeof buf, "", 0, 8), "\"\"");
+  /* cut after 8 bytes, and never inside a UTF-8 sequence */
+  assert_string_equal(kiln_quote(buf, sizeof buf, "0123456789", 10, 8), "\"01234567...\"");
+  assert_string_equal(kiln_quote(buf, sizeof buf, "012345\xe2\x96\x81", 9, 8), "\"012345...\"");
+  /* the worst case fits KILN_QUOTE_CAP */
+  assert_string_equal(kiln_quote(buf, sizeof buf, "\x01\x01\x01\x01\x01\x01\x01\x01\x01", 9, 8),
+                      "\"\\x01\\x01\\x01\\x01\\x01\\x01\\x01\\x01...\"");
+  /* a short buffer keeps both quotes, cutting the text at a whole escape */
+  char small[8];
+  assert_string_equal(kiln_quote(small, sizeof small, "ab\x01", 3, 8), "\"ab\"");
+  assert_string_equal(kiln_quote(small, 2, "ab", 2, 8), "");
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_control_bytes),
       cmocka_unit_test(test_utf8),
       cmocka_unit_test(test_buffer_limits),
+      cmocka_unit_test(test_quote),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -285,6 +285,35 @@ static void test_bad_contents(void **state) {
   KT_ASSERT_ERR(try_load(w, &v), KILN_STATUS_MALFORMED, "tokenizer.ggml.tokens has 0 entries");
 }
 
+/* A string value with a NUL inside is reported as such, never read up to
+ * the NUL ("gpt2\0" once read as "gpt2" and was then refused as "gpt2",
+ * a contradiction); values are shown escaped, as kiln inspect shows them. */
+static void test_nul_in_values(void **state) {
+  (void)state;
+  kiln_vocab *v;
+  kiln_gguf_writer *w = bpe_writer();
+  KT_ASSERT_OK(kiln_gguf_writer_set_strn(w, "tokenizer.ggml.model", "gpt2\0", 5));
+  KT_ASSERT_ERR(try_load(w, &v), KILN_STATUS_MALFORMED,
+                "tokenizer.ggml.model' = \"gpt2\\x00\" holds a NUL byte (at byte 4");
+
+  w = bpe_writer();
+  KT_ASSERT_OK(kiln_gguf_writer_set_strn(w, "tokenizer.ggml.pre", "qwen2\0x", 7));
+  KT_ASSERT_ERR(try_load(w, &v), KILN_STATUS_MALFORMED,
+                "tokenizer.ggml.pre' = \"qwen2\\x00x\" holds a NUL byte");
+
+  /* an unsupported value with control bytes: escaped in the message */
+  w = bpe_writer();
+  KT_ASSERT_OK(kiln_gguf_writer_set_str(w, "tokenizer.ggml.model", "gp\x1b[2Jt"));
+  KT_ASSERT_ERR(try_load(w, &v), KILN_STATUS_UNSUPPORTED,
+                "tokenizer.ggml.model = \"gp\\x1b[2Jt\" is not supported");
+
+  w = bpe_writer();
+  const char *const merges[] = {"a\x01_b"};
+  KT_ASSERT_OK(kiln_gguf_writer_set_arr_str(w, "tokenizer.ggml.merges", merges, 1));
+  KT_ASSERT_ERR(try_load(w, &v), KILN_STATUS_MALFORMED,
+                "tokenizer.ggml.merges[0] = \"a\\x01_b\" is not");
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_good_files_load),
@@ -294,6 +323,7 @@ int main(void) {
       cmocka_unit_test(test_special_ids),
       cmocka_unit_test(test_unsupported_models),
       cmocka_unit_test(test_bad_contents),
+      cmocka_unit_test(test_nul_in_values),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

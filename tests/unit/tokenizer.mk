@@ -48,7 +48,7 @@ if HAVE_SANITIZERS
 check_PROGRAMS += tests/unit/test_tokenizer_algo_san
 TESTS += tests/unit/test_tokenizer_algo_san
 tests_unit_test_tokenizer_algo_san_SOURCES = tests/unit/test_tokenizer_algo.c \
-	$(kiln_tokenizer_core_sources) core/src/base/status.c
+	$(kiln_tokenizer_core_sources) core/src/base/status.c core/src/base/escape.c
 tests_unit_test_tokenizer_algo_san_CFLAGS = $(tokenizer_test_cflags) $(PCRE2_CFLAGS) \
 	$(XXHASH_CFLAGS) $(KILN_SAN_CFLAGS)
 tests_unit_test_tokenizer_algo_san_LDFLAGS = $(KILN_SAN_CFLAGS)

@@ -28,7 +28,9 @@ enum {
   KILN_ESCAPE_KEEP_NEWLINE = 1,
   /* Leave '\\' alone (a message whose quotes are already escaped, such as
    * the GGUF reader's 'key\x1b'). */
-  KILN_ESCAPE_KEEP_BACKSLASH = 2
+  KILN_ESCAPE_KEEP_BACKSLASH = 2,
+  /* Write '"' as \" (text shown between double quotes). */
+  KILN_ESCAPE_QUOTE = 4
 };
 
 /* Writes the escaped form of s[0..n) to buf, NUL-terminated, truncated at
@@ -38,6 +40,20 @@ size_t kiln_escape(char *buf, size_t cap, const char *s, size_t n, unsigned flag
 
 /* Writes the escaped form of s[0..n) to out. Returns its length in bytes. */
 size_t kiln_fput_escaped(FILE *out, const char *s, size_t n, unsigned flags);
+
+/* Room kiln_quote needs for at most `max` bytes of text: 4 characters a
+ * byte at worst (\xNN), two quotes, "..." and the NUL. */
+#define KILN_QUOTE_CAP(max) (4 * (size_t)(max) + 6)
+
+/* A value from a file, for an error message: s[0..n) between double
+ * quotes, escaped (KILN_ESCAPE_QUOTE: an embedded NUL reads \x00, a quote
+ * \"), and cut after at most `max` bytes of s (at a character boundary)
+ * with "..." before the closing quote. Every message that quotes a file's
+ * string goes through this, so a value that holds a NUL or a control byte
+ * is shown as the file holds it, not cut short by "%.*s" into another
+ * value. Writes into buf (KILN_QUOTE_CAP(max) bytes never truncate) and
+ * returns buf. */
+const char *kiln_quote(char *buf, size_t cap, const char *s, size_t n, size_t max);
 
 #ifdef __cplusplus
 }

@@ -141,8 +141,12 @@ const kiln_gguf_tensor *kiln_gguf_find_tensor(const kiln_gguf *g, const char *na
  * KILN_STATUS_OUT_OF_RANGE. get_f32 accepts FLOAT32 only (so ε stays
  * bit-exact) and get_f64 FLOAT32 or FLOAT64. get_str copies into buf
  * (NUL-terminated; KILN_STATUS_OUT_OF_RANGE if it does not fit); get_strv
- * returns the string in place, without copying. On failure *out is left
- * alone, so a caller can preset a default and ignore NOT_FOUND. */
+ * returns the string in place, without copying. Both refuse a value with
+ * a NUL byte inside (KILN_STATUS_MALFORMED, showing the value escaped): a
+ * string key holds text, and a NUL in it would let C code read a shorter
+ * value than the file holds ("gpt2\0" compared and printed as "gpt2").
+ * On failure *out is left alone, so a caller can preset a default and
+ * ignore NOT_FOUND. */
 kiln_status kiln_gguf_get_u32(const kiln_gguf *g, const char *key, uint32_t *out);
 kiln_status kiln_gguf_get_u64(const kiln_gguf *g, const char *key, uint64_t *out);
 kiln_status kiln_gguf_get_i64(const kiln_gguf *g, const char *key, int64_t *out);

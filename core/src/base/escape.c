@@ -52,7 +52,9 @@ static void escape_one(const unsigned char *s, size_t n, unsigned flags, char ou
   }
   *out_len = len;
   if (cp == '\n' && (flags & KILN_ESCAPE_KEEP_NEWLINE)) return;
-  if (cp == '\\') {
+  if (cp == '"' && (flags & KILN_ESCAPE_QUOTE)) {
+    memcpy(out, "\\\"", 3);
+  } else if (cp == '\\') {
     if (!(flags & KILN_ESCAPE_KEEP_BACKSLASH)) memcpy(out, "\\\\", 3);
   } else if (cp == '\n') {
     memcpy(out, "\\n", 3);
@@ -109,4 +111,26 @@ size_t kiln_fput_escaped(FILE *out, const char *s, size_t n, unsigned flags) {
   }
   fwrite(s + plain, 1, at - plain, out);
   return total + (at - plain);
+}
+
+const char *kiln_quote(char *buf, size_t cap, const char *s, size_t n, size_t max) {
+  size_t shown = n;
+  if (n > max) {
+    shown = max;
+    /* back off to the start of a UTF-8 sequence, so the cut itself does
+     * not show as a stray \xNN */
+    for (int k = 0; k < 3 && shown > 0 && ((unsigned char)s[shown] & 0xc0) == 0x80; k++) shown--;
+  }
+  const char *tail = shown < n ? "...\"" : "\"";
+  const size_t tail_len = strlen(tail);
+  if (cap < tail_len + 2) { /* no room for even the quotes */
+    if (cap) buf[0] = '\0';
+    return buf;
+  }
+  buf[0] = '"';
+  /* the text gets what the quotes and the tail leave; kiln_escape cuts
+   * at a whole escape */
+  kiln_escape(buf + 1, cap - 1 - tail_len, s, shown, KILN_ESCAPE_QUOTE);
+  strcat(buf, tail);
+  return buf;
 }

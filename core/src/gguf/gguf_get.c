@@ -9,6 +9,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "kiln/escape.h"
+
 #include "byteorder.h"
 #include "gguf_internal.h"
 
@@ -123,6 +125,16 @@ kiln_status kiln_gguf_get_strv(const kiln_gguf *g, const char *key, kiln_gguf_st
   const kiln_gguf_kv *kv = NULL;
   KILN_RETURN_IF_ERROR(lookup(g, key, &kv));
   if (kv->type != KILN_GGUF_STRING) return wrong_type(g, key, kv, "string");
+  const char *nul = memchr(kv->v.str.ptr, '\0', (size_t)kv->v.str.len);
+  if (nul) {
+    char q[KILN_QUOTE_CAP(64)];
+    return kiln_status_new(KILN_STATUS_MALFORMED,
+                           "%s: byte %" PRIu64 ": key '%s' = %s holds a NUL byte (at byte %td of the "
+                           "value); a string value is text without NULs",
+                           g->name, value_offset(g, kv), key,
+                           kiln_quote(q, sizeof q, kv->v.str.ptr, (size_t)kv->v.str.len, 64),
+                           nul - kv->v.str.ptr);
+  }
   *out = kv->v.str;
   return NULL;
 }

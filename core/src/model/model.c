@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "kiln/escape.h"
 #include "model_internal.h"
 
 kiln_status kiln__weight_lookup(const kiln_gguf *g, const char *name, int n_dims, const int64_t *ne,
@@ -58,7 +59,9 @@ static kiln_status read_arch(kiln_model *m) {
   size_t w = 0;
   for (size_t i = 0; i < kiln__arch_count() && w < sizeof list; i++)
     w += (size_t)snprintf(list + w, sizeof list - w, "%s%s", i ? ", " : "", kiln__arch_at(i)->name);
-  return kiln_status_new(KILN_STATUS_UNSUPPORTED, "general.architecture = \"%s\": kiln runs %s", name, list);
+  char q[KILN_QUOTE_CAP(64)];
+  return kiln_status_new(KILN_STATUS_UNSUPPORTED, "general.architecture = %s: kiln runs %s",
+                         kiln_quote(q, sizeof q, name, strlen(name), 64), list);
 }
 
 kiln_status kiln_model_open(const char *path, kiln_model **out_model) {
@@ -79,8 +82,11 @@ kiln_status kiln_model_open(const char *path, kiln_model **out_model) {
                          kiln_vocab_n_tokens(m->vocab), m->hp.n_vocab);
   if (!st) {
     const kiln_gguf_kv *kv = kiln_gguf_find_kv(m->gguf, "tokenizer.chat_template");
-    if (kv && kv->type == KILN_GGUF_STRING) {
-      m->chat_template = strndup(kv->v.str.ptr, (size_t)kv->v.str.len);
+    kiln_gguf_str t;
+    /* get_strv refuses a NUL inside, which strndup would cut the template at */
+    if (kv && kv->type == KILN_GGUF_STRING &&
+        !(st = kiln_gguf_get_strv(m->gguf, "tokenizer.chat_template", &t))) {
+      m->chat_template = strndup(t.ptr, (size_t)t.len);
       if (!m->chat_template) st = kiln_status_new(KILN_STATUS_NO_MEMORY, "chat template");
     }
   }

@@ -30,6 +30,7 @@
 #define PCRE2_CODE_UNIT_WIDTH 8
 #include <pcre2.h>
 
+#include "kiln/escape.h"
 #include "tokenizer_internal.h"
 
 /* Whitespace as llama.cpp sees it: the Unicode White_Space property
@@ -103,10 +104,11 @@ kiln_status kiln__pretok_lookup(const char *pre, kiln__pre_kind *out_kind, bool 
     *out_kind = KILN__PRE_QWEN35;
     *out_clean_spaces = false;
   } else {
+    char q[KILN_QUOTE_CAP(64)];
     return kiln_status_new(KILN_STATUS_UNSUPPORTED,
-                           "tokenizer.ggml.pre = \"%s\" is not supported (kiln knows default, "
+                           "tokenizer.ggml.pre = %s is not supported (kiln knows default, "
                            "gpt-2, llama-bpe, qwen2, qwen35)",
-                           pre);
+                           kiln_quote(q, sizeof q, pre, strlen(pre), 64));
   }
   return NULL;
 }

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "kiln/escape.h"
 #include "tokenizer_internal.h"
 
 void kiln_vocab_free(kiln_vocab *v) {
@@ -45,12 +46,10 @@ int32_t kiln_vocab_find(const kiln_vocab *v, const char *text, size_t len) {
   return kiln__vocab_find(v, text ? text : "", len);
 }
 
-/* A printable excerpt of s for messages: at most 40 bytes, control bytes
- * as '?'. */
-static void excerpt(const char *s, size_t n, char out[48]) {
-  size_t m = n < 40 ? n : 40;
-  for (size_t i = 0; i < m; i++) out[i] = (unsigned char)s[i] < 0x20 ? '?' : s[i];
-  strcpy(out + m, n > 40 ? "..." : "");
+/* A token or merge text for messages: quoted, escaped, at most 40 bytes. */
+#define EXCERPT_MAX 40
+static const char *excerpt(const char *s, size_t n, char out[KILN_QUOTE_CAP(EXCERPT_MAX)]) {
+  return kiln_quote(out, KILN_QUOTE_CAP(EXCERPT_MAX), s, n, EXCERPT_MAX);
 }
 
 static kiln_status check_id(const kiln__vocab_spec *spec, int32_t id, const char *key) {
@@ -150,19 +149,19 @@ static kiln_status build_merges(kiln_vocab *v, const kiln__vocab_spec *spec) {
     /* llama.cpp splits at the first space after the first byte. */
     const char *sp = n > 1 ? memchr(m + 1, ' ', n - 1) : NULL;
     if (!sp) {
-      char ex[48];
+      char ex[KILN_QUOTE_CAP(EXCERPT_MAX)];
       excerpt(m, n, ex);
       st = kiln_status_new(KILN_STATUS_MALFORMED,
-                           "%s: tokenizer.ggml.merges[%zu] = \"%s\" is not \"left right\"",
+                           "%s: tokenizer.ggml.merges[%zu] = %s is not \"left right\"",
                            spec->name, i, ex);
       break;
     }
     size_t ln = (size_t)(sp - m), rn = n - ln - 1;
     if (rn == 0) {
-      char ex[48];
+      char ex[KILN_QUOTE_CAP(EXCERPT_MAX)];
       excerpt(m, n, ex);
       st = kiln_status_new(KILN_STATUS_MALFORMED,
-                           "%s: tokenizer.ggml.merges[%zu] = \"%s\" has an empty right part",
+                           "%s: tokenizer.ggml.merges[%zu] = %s has an empty right part",
                            spec->name, i, ex);
       break;
     }
@@ -264,10 +263,10 @@ kiln_status kiln__vocab_build(const kiln__vocab_spec *spec, kiln_vocab **out_voc
     bool added;
     st = kiln__strtab_add(&v->strs, text, len, &id, &added);
     if (!st && !added) {
-      char ex[48];
+      char ex[KILN_QUOTE_CAP(EXCERPT_MAX)];
       excerpt(text, len, ex);
       st = kiln_status_new(KILN_STATUS_MALFORMED,
-                           "%s: tokenizer.ggml.tokens: \"%s\" appears twice (ids %d and %zu)",
+                           "%s: tokenizer.ggml.tokens: %s appears twice (ids %d and %zu)",
                            name, ex, (int)id, i);
     }
   }

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "kiln/escape.h"
 #include "tokenizer_internal.h"
 
 #define KEY_MODEL "tokenizer.ggml.model"
@@ -134,16 +135,17 @@ static kiln_status load(const kiln_gguf *g, load_arrays *a, kiln_vocab **out_voc
   if (model->type != KILN_GGUF_STRING)
     return kiln_status_new(KILN_STATUS_MALFORMED, "%s: %s is a %s, not a string", path, KEY_MODEL,
                            kiln_gguf_vtype_name(model->type));
-  kiln_gguf_str m = model->v.str;
+  kiln_gguf_str m;
+  KILN_RETURN_IF_ERROR(kiln_gguf_get_strv(g, KEY_MODEL, &m)); /* refuses "gpt2\0" */
   if (m.len == 5 && !memcmp(m.ptr, "llama", 5)) {
     spec.kind = KILN_VOCAB_SPM;
   } else if (m.len == 4 && !memcmp(m.ptr, "gpt2", 4)) {
     spec.kind = KILN_VOCAB_BPE;
   } else {
-    int shown = m.len > 64 ? 64 : (int)m.len;
+    char q[KILN_QUOTE_CAP(64)];
     return kiln_status_new(KILN_STATUS_UNSUPPORTED,
-                           "%s: %s = \"%.*s\" is not supported (kiln reads \"llama\" and \"gpt2\")",
-                           path, KEY_MODEL, shown, m.ptr);
+                           "%s: %s = %s is not supported (kiln reads \"llama\" and \"gpt2\")", path,
+                           KEY_MODEL, kiln_quote(q, sizeof q, m.ptr, (size_t)m.len, 64));
   }
 
   const kiln_gguf_kv *tokens;
@@ -204,12 +206,12 @@ static kiln_status load(const kiln_gguf *g, load_arrays *a, kiln_vocab **out_voc
       if (pre->type != KILN_GGUF_STRING)
         return kiln_status_new(KILN_STATUS_MALFORMED, "%s: %s is a %s, not a string", path,
                                KEY_PRE, kiln_gguf_vtype_name(pre->type));
-      a->pre = malloc((size_t)pre->v.str.len + 1);
+      kiln_gguf_str p;
+      KILN_RETURN_IF_ERROR(kiln_gguf_get_strv(g, KEY_PRE, &p)); /* no NUL inside */
+      a->pre = malloc((size_t)p.len + 1);
       if (!a->pre) return kiln_status_new(KILN_STATUS_NO_MEMORY, "%s: %s", path, KEY_PRE);
-      memcpy(a->pre, pre->v.str.ptr, (size_t)pre->v.str.len);
-      a->pre[pre->v.str.len] = '\0';
-      if (strlen(a->pre) != pre->v.str.len)
-        return kiln_status_new(KILN_STATUS_MALFORMED, "%s: %s contains a NUL byte", path, KEY_PRE);
+      memcpy(a->pre, p.ptr, (size_t)p.len);
+      a->pre[p.len] = '\0';
       spec.pre = a->pre;
     }
   }
