@@ -3,6 +3,7 @@
  * error naming the key, never a crash or a silent default. */
 #include "config.h"
 
+#include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -314,6 +315,29 @@ static void test_nul_in_values(void **state) {
                 "tokenizer.ggml.merges[0] = \"a\\x01_b\" is not");
 }
 
+/* A score that is not a finite number is refused at load, naming the key
+ * and the index: SPM merges by comparing scores, which a NaN defeats
+ * silently. Byte-level BPE does not merge by them but is checked alike. */
+static void test_nonfinite_scores(void **state) {
+  (void)state;
+  kiln_vocab *v;
+  const float bad[] = {NAN, INFINITY, -INFINITY};
+  const char *const want[] = {"tokenizer.ggml.scores[4] = nan", "tokenizer.ggml.scores[4] = inf",
+                              "tokenizer.ggml.scores[4] = -inf"};
+  for (size_t k = 0; k < 3; k++) {
+    float scores[6];
+    memcpy(scores, spm_scores, sizeof scores);
+    scores[4] = bad[k];
+    kiln_gguf_writer *w = spm_writer();
+    KT_ASSERT_OK(kiln_gguf_writer_set_arr_f32(w, "tokenizer.ggml.scores", scores, 6));
+    KT_ASSERT_ERR(try_load(w, &v), KILN_STATUS_MALFORMED, want[k]);
+  }
+  kiln_gguf_writer *w = bpe_writer();
+  const float four[] = {0, NAN, 0, 0};
+  KT_ASSERT_OK(kiln_gguf_writer_set_arr_f32(w, "tokenizer.ggml.scores", four, 4));
+  KT_ASSERT_ERR(try_load(w, &v), KILN_STATUS_MALFORMED, "tokenizer.ggml.scores[1] = nan");
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_good_files_load),
@@ -324,6 +348,7 @@ int main(void) {
       cmocka_unit_test(test_unsupported_models),
       cmocka_unit_test(test_bad_contents),
       cmocka_unit_test(test_nul_in_values),
+      cmocka_unit_test(test_nonfinite_scores),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

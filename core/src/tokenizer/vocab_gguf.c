@@ -4,6 +4,7 @@
  * range. Every message names the file and the key. */
 #include "config.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -177,9 +178,16 @@ static kiln_status load(const kiln_gguf *g, load_arrays *a, kiln_vocab **out_voc
     KILN_RETURN_IF_ERROR(get_array_n(g, KEY_SCORES, et, tokens->n, &scores));
     a->scores = malloc((size_t)n * sizeof *a->scores);
     if (!a->scores) return kiln_status_new(KILN_STATUS_NO_MEMORY, "%s: scores", path);
-    for (int32_t i = 0; i < n; i++)
+    for (int32_t i = 0; i < n; i++) {
       a->scores[i] = et == KILN_GGUF_FLOAT32 ? kiln_gguf_arr_f32(scores, (uint64_t)i)
                                              : (float)kiln_gguf_arr_i32(scores, (uint64_t)i);
+      /* SentencePiece picks the best-scoring merge: a NaN compares false
+       * both ways and an inf always wins, so either would tokenize
+       * silently wrong rather than fail */
+      if (!isfinite(a->scores[i]))
+        return kiln_status_new(KILN_STATUS_MALFORMED, "%s: %s[%d] = %g is not a finite number", path,
+                               KEY_SCORES, (int)i, (double)a->scores[i]);
+    }
     spec.scores = a->scores;
   }
 
