@@ -37,13 +37,14 @@ static void usage(FILE *out) {
         "\n"
         "qwen35 (hybrid: Gated DeltaNet and gated full attention; default R R R F):\n"
         "  --full-every N        every Nth layer is full attention (full_attention_interval, default 4)\n"
-        "  --layers-pattern P    one letter per layer, R (Gated DeltaNet) or F (full attention)\n"
+        "  --layers-pattern P    one letter per layer, R (Gated DeltaNet) or F (full attention);\n"
+        "                        the interval written beside it is the one P follows, if any\n"
         "  --ssm-conv N          conv width (ssm.conv_kernel, default 4)\n"
         "  --ssm-groups N        q/k heads of linear attention (ssm.group_count, default 2)\n"
         "  --ssm-heads N         value heads (ssm.time_step_rank, default 4)\n"
         "  --ssm-state N         q/k head dim (ssm.state_size, default 16)\n"
         "  --ssm-head-v N        value head dim (ssm.inner_size / heads, default 16)\n"
-        "  --rope-sections A,B,C,D  rope.dimension_sections, in rotated pairs (default 2,1,1,0)\n",
+        "  --rope-sections A,B,C,D  rope.dimension_sections, in rotated pairs, sum <= n_rot/2 (default 2,1,1,0)\n",
         out);
 }
 

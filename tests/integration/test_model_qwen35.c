@@ -223,6 +223,99 @@ static void test_pattern_from_the_file(void **state) {
                 "qwen35.attention.recurrent_layers and qwen35.full_attention_interval are both missing");
 }
 
+/* A copy of src with its keys edited by `edit` (tensors as they are). */
+static const char *retouch(const char *src, const char *name, void (*edit)(kiln_gguf_writer *, const void *),
+                           const void *arg) {
+  static char path[4096];
+  snprintf(path, sizeof path, "%s/%s.gguf", dir, name);
+  kiln_gguf *g;
+  KT_ASSERT_OK(kiln_gguf_open(src, &g));
+  kiln_gguf_writer *w;
+  KT_ASSERT_OK(kiln_gguf_writer_new(&w));
+  KT_ASSERT_OK(kiln_gguf_writer_copy_kvs(w, g, "", NULL));
+  edit(w, arg);
+  for (uint64_t i = 0; i < kiln_gguf_n_tensors(g); i++) {
+    const kiln_gguf_tensor *t = kiln_gguf_tensor_at(g, i);
+    char tn[96];
+    snprintf(tn, sizeof tn, "%.*s", (int)t->name.len, t->name.ptr);
+    KT_ASSERT_OK(kiln_gguf_writer_add_tensor_raw(w, tn, t->type, t->n_dims, t->ne, t->data, t->nbytes));
+  }
+  KT_ASSERT_OK(kiln_gguf_writer_write_file(w, path));
+  kiln_gguf_writer_free(w);
+  kiln_gguf_close(g);
+  return path;
+}
+
+static void set_interval(kiln_gguf_writer *w, const void *every) {
+  KT_ASSERT_OK(kiln_gguf_writer_set_u32(w, "qwen35.full_attention_interval", *(const uint32_t *)every));
+}
+
+/* Both keys present: the array decides, and an interval that says
+ * otherwise is an error naming both, never ignored. */
+static void test_pattern_contradiction(void **state) {
+  (void)state;
+  const char *src = synth("rrrf-both", "RRRF", true);
+  kiln_gguf *g;
+  uint32_t every = 0;
+  KT_ASSERT_OK(kiln_gguf_open(src, &g));
+  KT_ASSERT_OK(kiln_gguf_get_u32(g, "qwen35.full_attention_interval", &every));
+  kiln_gguf_close(g);
+  assert_int_equal(every, 4); /* synth writes the interval the pattern follows */
+  kiln_model *m;
+  KT_ASSERT_OK(kiln_model_open(src, &m));
+  assert_true(kiln_model_hparams(m)->pattern_from_array);
+  kiln_model_free(m);
+
+  every = 1;
+  KT_ASSERT_ERR(kiln_model_open(retouch(src, "every-1", set_interval, &every), &m), KILN_STATUS_MALFORMED,
+                "qwen35.full_attention_interval = 1 contradicts qwen35.attention.recurrent_layers: block 0 "
+                "is full attention by the interval but recurrent by the array");
+  every = 2;
+  KT_ASSERT_ERR(kiln_model_open(retouch(src, "every-2", set_interval, &every), &m), KILN_STATUS_MALFORMED,
+                "block 1 is full attention by the interval but recurrent by the array");
+  every = 3;
+  KT_ASSERT_ERR(kiln_model_open(retouch(src, "every-3", set_interval, &every), &m), KILN_STATUS_MALFORMED,
+                "qwen35.full_attention_interval = 3 contradicts");
+
+  /* a pattern no interval follows: synth writes none, and the array alone decides */
+  src = synth("rfrr-alone", "RFRR", true);
+  KT_ASSERT_OK(kiln_gguf_open(src, &g));
+  assert_null(kiln_gguf_find_kv(g, "qwen35.full_attention_interval"));
+  kiln_gguf_close(g);
+  KT_ASSERT_OK(kiln_model_open(src, &m));
+  kiln_model_free(m);
+}
+
+static void set_sections(kiln_gguf_writer *w, const void *sections) {
+  KT_ASSERT_OK(kiln_gguf_writer_set_arr_i32(w, "qwen35.rope.dimension_sections", sections, 4));
+}
+
+/* rope.dimension_sections count rotated pairs: their sum is at most
+ * n_rot / 2 (synth's n_rot is 8, so 4), not head_dim (32). */
+static void test_rope_sections_in_pairs(void **state) {
+  (void)state;
+  const char *src = synth("sections", NULL, true);
+  kiln_model *m;
+  KT_ASSERT_OK(kiln_model_open(src, &m)); /* [2, 1, 1, 0]: 4 pairs */
+  kiln_model_free(m);
+  const int32_t over[] = {2, 1, 1, 5}, one_over[] = {2, 1, 1, 1}, fewer[] = {1, 1, 1, 0};
+  KT_ASSERT_ERR(kiln_model_open(retouch(src, "sections-9", set_sections, over), &m), KILN_STATUS_MALFORMED,
+                "qwen35.rope.dimension_sections sum to 9; want 1..4, the rotated pairs "
+                "(qwen35.rope.dimension_count 8 / 2)");
+  KT_ASSERT_ERR(kiln_model_open(retouch(src, "sections-5", set_sections, one_over), &m),
+                KILN_STATUS_MALFORMED, "sum to 5; want 1..4");
+  KT_ASSERT_OK(kiln_model_open(retouch(src, "sections-3", set_sections, fewer), &m));
+  kiln_model_free(m);
+
+  /* synth refuses to write such a file */
+  kiln_synth_options o;
+  kiln_synth_defaults(&o, KILN_ARCH_QWEN35);
+  o.rope_sections[3] = 5;
+  char path[4096];
+  snprintf(path, sizeof path, "%s/sections-synth.gguf", dir);
+  KT_ASSERT_ERR(kiln_synth_write(&o, path), KILN_STATUS_INVALID_ARGUMENT, "want 1..n_rot / 2 = 4");
+}
+
 /* Each required key, the common ones every architecture reads included:
  * the error names the file and the key. */
 static void test_missing_keys(void **state) {
@@ -284,6 +377,8 @@ static void test_wrong_tensors(void **state) {
   KT_ASSERT_OK(kiln_gguf_writer_copy_kvs(w, g, "", NULL));
   bool all_full[4] = {false, false, false, false};
   KT_ASSERT_OK(kiln_gguf_writer_set_arr(w, "qwen35.attention.recurrent_layers", KILN_GGUF_BOOL, all_full, 4));
+  /* the interval (4) would contradict the array: the tensor check is the one under test */
+  KT_ASSERT_OK(kiln_gguf_writer_remove(w, "qwen35.full_attention_interval"));
   for (uint64_t i = 0; i < kiln_gguf_n_tensors(g); i++) {
     const kiln_gguf_tensor *t = kiln_gguf_tensor_at(g, i);
     char tn[96];
@@ -320,6 +415,7 @@ int main(void) {
       cmocka_unit_test(test_feeds_recurrent),  cmocka_unit_test(test_pattern_from_the_file),
       cmocka_unit_test(test_missing_keys),  cmocka_unit_test(test_wrong_tensors),
       cmocka_unit_test(test_mtp_block),
+      cmocka_unit_test(test_pattern_contradiction),  cmocka_unit_test(test_rope_sections_in_pairs),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
 }

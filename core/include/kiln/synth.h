@@ -64,13 +64,15 @@ typedef struct kiln_synth_options {
    * writes a Qwen3.5 checkpoint (conversion/qwen.py): */
   const char *layer_pattern;   /* one letter per layer, R (Gated DeltaNet) or F (full attention),
                                   written as attention.recurrent_layers; NULL: from the interval */
-  uint32_t full_attn_interval; /* full_attention_interval: every Nth block is full attention */
+  uint32_t full_attn_interval; /* full_attention_interval: every Nth block is full attention;
+                                  with layer_pattern unused: the interval the pattern follows
+                                  is written, or none */
   uint32_t ssm_conv;           /* ssm.conv_kernel: conv width (>= 2) */
   uint32_t ssm_groups;         /* ssm.group_count: q/k heads */
   uint32_t ssm_heads;          /* ssm.time_step_rank: value heads, a multiple of ssm_groups */
   uint32_t ssm_state;          /* ssm.state_size: q/k head dim */
   uint32_t ssm_head_v;         /* value head dim (ssm.inner_size = ssm_heads * ssm_head_v) */
-  int32_t rope_sections[4];    /* rope.dimension_sections (in rotated pairs) */
+  int32_t rope_sections[4];    /* rope.dimension_sections (in rotated pairs: sum <= n_rot / 2) */
 } kiln_synth_options;
 
 /* Fills o with a small default for arch: llama-shaped, 2 layers, 64 wide;

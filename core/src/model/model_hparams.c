@@ -128,7 +128,7 @@ static void print_hybrid(const kiln_hparams *hp, FILE *out) {
           hp->ssm_dt_rank ? hp->ssm_d_inner / hp->ssm_dt_rank : 0);
   if (hp->full_attn_interval)
     fprintf(out, "full_attn_every= %" PRIu32 "%s\n", hp->full_attn_interval,
-            hp->pattern_from_array ? " (the recurrent_layers array decides)" : "");
+            hp->pattern_from_array ? " (the recurrent_layers array agrees)" : "");
   fprintf(out, "layers         = %" PRIu32 " recurrent, %" PRIu32 " full attention: ", hp->n_recurrent,
           hp->n_layer - hp->n_recurrent);
   for (uint32_t l = 0; l < hp->n_layer; l++) fputc(hp->recurrent[l] ? 'R' : 'F', out);

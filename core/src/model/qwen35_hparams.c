@@ -17,7 +17,12 @@ static kiln_status key_u32(const kiln_gguf *g, const char *suffix, uint32_t *out
   return NULL;
 }
 
-/* rope.dimension_sections: up to 4 integers (the converter writes 4). */
+/* rope.dimension_sections: up to 4 integers (the converter writes 4), in
+ * rotated pairs, not dimensions: ggml's IMROPE gives pair i (of n_rot / 2)
+ * the section of i % sum (ggml_mrope_cache_init; transformers'
+ * apply_interleaved_mrope splits the n_rot / 2 frequencies by them, so a
+ * checkpoint's sections sum to n_rot / 2). A sum past n_rot / 2 names
+ * sections no pair reaches: the file is not the model it says. */
 static kiln_status read_sections(const kiln_gguf *g, kiln_hparams *hp) {
   const char *key = "qwen35.rope.dimension_sections";
   const kiln_gguf_kv *kv;
@@ -33,16 +38,22 @@ static kiln_status read_sections(const kiln_gguf *g, kiln_hparams *hp) {
                              (unsigned long long)i, (int)hp->rope_sections[i]);
     sum += hp->rope_sections[i];
   }
-  if (sum < 1 || sum > hp->head_dim)
-    return kiln_status_new(KILN_STATUS_MALFORMED, "%s sum to %lld; want 1..head_dim (%u)", key,
-                           (long long)sum, hp->head_dim);
+  if (sum < 1 || sum > hp->n_rot / 2)
+    return kiln_status_new(KILN_STATUS_MALFORMED,
+                           "%s sum to %lld; want 1..%u, the rotated pairs (qwen35.rope.dimension_count "
+                           "%u / 2): the sections count pairs, not dimensions",
+                           key, (long long)sum, hp->n_rot / 2, hp->n_rot);
   return NULL;
 }
 
 /* The layer pattern: attention.recurrent_layers when present (one bool per
  * block, MTP blocks included), else every full_attention_interval-th block
  * is full attention, as llama.cpp's loader reads them. Neither: an error
- * (kiln takes no pattern the file does not state). */
+ * (kiln takes no pattern the file does not state). Both: the array decides,
+ * and an interval that says otherwise for any trunk block is an error, not
+ * ignored: the converter writes both from one config, so a file where they
+ * disagree was edited or mis-converted, and kiln cannot tell which is the
+ * model it was trained as. */
 static kiln_status read_pattern(const kiln_gguf *g, kiln_hparams *hp, uint32_t n_blocks) {
   const char *akey = "qwen35.attention.recurrent_layers", *ikey = "qwen35.full_attention_interval";
   if (kiln_gguf_find_kv(g, ikey)) KILN_RETURN_IF_ERROR(key_u32(g, "full_attention_interval", &hp->full_attn_interval));
@@ -57,6 +68,16 @@ static kiln_status read_pattern(const kiln_gguf *g, kiln_hparams *hp, uint32_t n
       if (kiln_gguf_arr_bool(kv, l))
         return kiln_status_new(KILN_STATUS_MALFORMED, "%s[%u] marks an MTP block recurrent", akey, l);
     hp->pattern_from_array = true;
+    for (uint32_t l = 0; hp->full_attn_interval && l < hp->n_layer; l++) {
+      const bool by_interval = (l + 1) % hp->full_attn_interval != 0;
+      if (by_interval != hp->recurrent[l])
+        return kiln_status_new(KILN_STATUS_MALFORMED,
+                               "%s = %u contradicts %s: block %u is %s by the interval but %s by the "
+                               "array; a file states one layer pattern",
+                               ikey, hp->full_attn_interval, akey, l,
+                               by_interval ? "recurrent" : "full attention",
+                               hp->recurrent[l] ? "recurrent" : "full attention");
+    }
   } else if (hp->full_attn_interval) {
     for (uint32_t l = 0; l < hp->n_layer; l++) hp->recurrent[l] = (l + 1) % hp->full_attn_interval != 0;
   } else {

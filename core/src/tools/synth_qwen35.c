@@ -27,6 +27,21 @@ static bool is_recurrent(const kiln_synth_options *o, uint32_t l) {
   return (l + 1) % o->full_attn_interval != 0;
 }
 
+/* The full_attention_interval to write beside the layers: the options'
+ * without a pattern; with one, the interval the pattern follows (every
+ * Nth block full attention), or 0 (none written) when it follows none, as
+ * the loader refuses an interval that contradicts the array. */
+static uint32_t interval_of(const kiln_synth_options *o) {
+  if (!o->layer_pattern) return o->full_attn_interval;
+  for (uint32_t every = 1; every <= o->n_layer + 1; every++) {
+    bool agrees = true;
+    for (uint32_t l = 0; l < o->n_layer && agrees; l++)
+      agrees = is_recurrent(o, l) == ((l + 1) % every != 0);
+    if (agrees) return every;
+  }
+  return 0;
+}
+
 kiln_status kiln__synth_qwen35_check(const kiln_synth_options *o) {
   if (!o->ssm_conv || !o->ssm_groups || !o->ssm_heads || !o->ssm_state || !o->ssm_head_v)
     return kiln_status_new(KILN_STATUS_INVALID_ARGUMENT, "synth: qwen35 needs ssm conv, groups, heads, state and "
@@ -49,10 +64,13 @@ kiln_status kiln__synth_qwen35_check(const kiln_synth_options *o) {
       return kiln_status_new(KILN_STATUS_INVALID_ARGUMENT, "synth: rope section %d is negative", i);
     sum += o->rope_sections[i];
   }
+  /* in rotated pairs, as the loader checks (qwen35_hparams.c) */
   uint32_t head_dim = o->head_dim ? o->head_dim : o->n_embd / o->n_head;
-  if (sum < 1 || sum > head_dim)
-    return kiln_status_new(KILN_STATUS_INVALID_ARGUMENT, "synth: rope sections sum to %lld; want 1..head_dim %u",
-                           (long long)sum, head_dim);
+  uint32_t n_rot = o->n_rot ? o->n_rot : head_dim;
+  if (sum < 1 || sum > n_rot / 2)
+    return kiln_status_new(KILN_STATUS_INVALID_ARGUMENT,
+                           "synth: rope sections sum to %lld; want 1..n_rot / 2 = %u (they count rotated pairs)",
+                           (long long)sum, n_rot / 2);
   return NULL;
 }
 
@@ -73,8 +91,10 @@ kiln_status kiln__synth_qwen35_keys(kiln__synth *s) {
   kiln_status st = kiln_gguf_writer_set_arr(s->w, key, KILN_GGUF_BOOL, rec, o->n_layer);
   free(rec);
   KILN_RETURN_IF_ERROR(st);
-  /* The converter writes the interval even when layer_types decide. */
-  return kiln__synth_set_u32(s, "full_attention_interval", o->full_attn_interval ? o->full_attn_interval : 4);
+  /* The converter writes the interval even when layer_types decide (and
+   * the two agree). */
+  const uint32_t every = interval_of(o);
+  return every ? kiln__synth_set_u32(s, "full_attention_interval", every) : NULL;
 }
 
 typedef enum kind { MATRIX, NORM, CONV, DT_BIAS, A } kind;
