@@ -299,10 +299,47 @@ static void test_logits_stories(void **state) {
   kiln_runtime *rt = runtime();
   kiln_session *s = NULL;
   KT_ASSERT_ERR(open_session(rt, m, "q8_0", "f32", 16, &s), KILN_STATUS_INVALID_ARGUMENT,
-                "layer 0: [kv_cache] type q8_0 needs head_dim to be a multiple of 32 (its blocks run "
-                "along head_dim); this model's head_dim is 8");
+                "test: [kv_cache] type = q8_0 needs head_dim to be a multiple of 32 (its blocks run "
+                "along head_dim)");
   kiln_runtime_free(rt);
   logits_against_reference("stories260K", m, 3);
+  kiln_model_free(m);
+}
+
+/* q8_0 on a model whose head_dim (8) its 32-value blocks do not divide:
+ * the session refuses it naming the configuration key, its value and the
+ * file and line that set it, and the model with its head_dim; not the
+ * graph's "layer 0: ... head_dim is 8", which says nothing of where the
+ * type came from. */
+static void test_q8_0_refusal_names_the_key(void **state) {
+  (void)state;
+  char model[4200], ini[4200];
+  snprintf(model, sizeof model, "%s/hd8.gguf", dir);
+  kiln_synth_options o;
+  kiln_synth_defaults(&o, KILN_ARCH_LLAMA);
+  o.n_embd = 32;
+  o.n_head = 4;
+  o.n_head_kv = 4;
+  o.head_dim = 8;
+  KT_ASSERT_OK(kiln_synth_write(&o, model));
+  kiln_model *m;
+  KT_ASSERT_OK(kiln_model_open(model, &m));
+  snprintf(ini, sizeof ini, "%s/q8.ini", dir);
+  static const char text[] = "[kv_cache]\n; a block type on a small head\ntype = q8_0\n";
+  assert_true(kt_write_file(ini, text, sizeof text - 1));
+  kiln_runtime *rt;
+  KT_ASSERT_OK(kiln_runtime_open(&(kiln_runtime_options){.config_path = ini, .use_environment = true}, &rt));
+  kiln_session *s = NULL;
+  char want[9000];
+  snprintf(want, sizeof want,
+           "%s:3: [kv_cache] type = q8_0 needs head_dim to be a multiple of 32 (its blocks run along "
+           "head_dim); %s has head_dim 8: use f32, f16 or bf16",
+           ini, model);
+  KT_ASSERT_ERR(kiln_session_open(rt, m, &(kiln_session_options){.backend = "cpu", .n_ctx = 16, .fallback_cpu = -1},
+                                  &s),
+                KILN_STATUS_INVALID_ARGUMENT, want);
+  assert_null(s);
+  kiln_runtime_free(rt);
   kiln_model_free(m);
 }
 
@@ -413,6 +450,7 @@ int main(void) {
       cmocka_unit_test(test_first_layer_caches),
       cmocka_unit_test(test_logits_synth),
       cmocka_unit_test(test_logits_stories),
+      cmocka_unit_test(test_q8_0_refusal_names_the_key),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
 }

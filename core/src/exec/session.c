@@ -66,6 +66,24 @@ static kiln_status session_config(kiln_runtime *rt, const kiln_session_options *
   return NULL;
 }
 
+/* [kv_cache] type against the model: a block-quantized cache (q8_0) needs
+ * head_dim to be a multiple of its block, which runs along head_dim. The
+ * graph refuses it too, per layer, but only here is it known that the type
+ * is a configuration value: the error names the key, its value and where
+ * it was set ("conf/my.ini:3", "--test-kv"), as the schema's errors do. */
+static kiln_status check_kv_type(const kiln_config *c, const kiln_model *m, const char *kv_name, kiln_type kv) {
+  const int64_t bs = kiln_type_block_size(kv);
+  const uint32_t hd = kiln_model_hparams(m)->head_dim;
+  if (bs <= 1 || hd % bs == 0) return NULL;
+  kiln_status st = kiln_status_new(KILN_STATUS_INVALID_ARGUMENT,
+                                   "[kv_cache] type = %s needs head_dim to be a multiple of %lld (its blocks "
+                                   "run along head_dim); %s has head_dim %u: use f32, f16 or bf16",
+                                   kv_name, (long long)bs, kiln_gguf_path(kiln_model_gguf(m)), hd);
+  const char *origin = kiln_config_origin(kiln_config_section_get(c, "kv_cache"), "type");
+  if (origin && strcmp(origin, "default") != 0) st = kiln_status_annotate(st, "%s", origin);
+  return st;
+}
+
 kiln_status kiln_session_open(kiln_runtime *rt, const kiln_model *m, const kiln_session_options *opt,
                               kiln_session **out_session) {
   *out_session = NULL;
@@ -113,6 +131,7 @@ kiln_status kiln_session_open(kiln_runtime *rt, const kiln_model *m, const kiln_
   if (kiln_kv_type_parse(kv_name, &go.kv_type) != 0)
     st = kiln_status_new(KILN_STATUS_INVALID_ARGUMENT, "[kv_cache] type '%s' is not f32, f16, bf16 or q8_0",
                          kv_name ? kv_name : "(unset)");
+  if (!st) st = check_kv_type(c, m, kv_name, go.kv_type);
   if (!st) st = kiln_graph_build(m, &go, &s->graph);
   if (!st)
     kiln_log(KILN_LOG_INFO, NULL,
