@@ -446,6 +446,16 @@ static void test_parity_and_bench_output(void **state) {
   assert_non_null(strstr(p.out, ",cpu,1,\"f32, KV f16\",8,0,pp8,"));
   assert_non_null(strstr(p.out, ",f16,f16\n"));
   kt_proc_free(&p);
+
+  /* Past the training context (plain.gguf's context_length is 512): run,
+   * with kiln run -c's warning, not refused. */
+  const char *past[] = {"bench", "-m", plain, "-p", "520", "-n", "0", "-r", "1", "-t", "1", NULL};
+  assert_true(kt_kiln(past, NULL, 0, false, &p));
+  if (p.status != 0) fail_msg("kiln bench -p 520 exited %d: %s", p.status, p.err);
+  assert_non_null(strstr(p.out, "| pp520 | "));
+  assert_non_null(strstr(p.err, "n_ctx 520 is past the model's training context"));
+  assert_non_null(strstr(p.err, "context_length 512"));
+  kt_proc_free(&p);
 }
 
 /* Progress lines go to stderr only when it is a terminal. */
