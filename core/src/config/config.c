@@ -142,6 +142,12 @@ static kiln_status check_value(const kiln_config_key *k, const char *value) {
     return NULL;
   case KILN_CONFIG_STRING:
   case KILN_CONFIG_PATH:
+    /* "path =" once read as unset for some keys and was refused for
+     * others; one rule for all (kiln/config_schema.h) */
+    if (!*value && !(k->default_value && !*k->default_value))
+      return kiln_status_new(KILN_STATUS_INVALID_ARGUMENT,
+                             "an empty value (give a %s, or leave the key out for its default)",
+                             k->type == KILN_CONFIG_PATH ? "path" : "value");
     return NULL;
   }
   return kiln_status_new(KILN_STATUS_INTERNAL, "key %s has an unknown type", k->name);
