@@ -88,9 +88,23 @@ static void test_unknown_key(void **state) {
   expect_error("[backend]\nname = cpu\nbatchsize = 3\n", 3, "unknown key \"batchsize\"");
 }
 
+/* An unknown section is told at its own [section] line, once, not at the
+ * line of the first key under it. */
 static void test_unknown_section(void **state) {
   (void)state;
-  expect_error("[backend]\nname = cpu\n\n[bakend]\nname = x\n", 5, "unknown section [bakend]");
+  expect_error("[backend]\nname = cpu\n\n[bakend]\nname = x\n", 4, "unknown section [bakend]");
+  expect_error("[nosuch]\nx = 1\n", 1, "unknown section [nosuch]");
+  char *p = write_ini("twice.ini", "[nosuch]\nx = 1\ny = 2\n[backend]\nname = cpu\n[nosuch]\nz = 3\n");
+  kiln_config *c;
+  KT_ASSERT_OK(kiln_config_new(&c));
+  KT_ASSERT_OK(kiln_config_load_file(c, p));
+  kiln_status st = kiln_config_validate(c, false);
+  char want[4300];
+  snprintf(want, sizeof want, "%s:1: unknown section [nosuch] (kiln config --help lists them)\n"
+           "%s:6: unknown section [nosuch] (kiln config --help lists them)", p, p);
+  assert_string_equal(kiln_status_message(st), want);
+  kiln_status_free(st);
+  kiln_config_free(c);
 }
 
 /* inih calls no handler for a [section] line with no key under it (Debian's
