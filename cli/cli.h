@@ -85,6 +85,12 @@ kiln_status cli_backend_check(cli_common *c, kiln_runtime *rt, const char *flag,
  * -m (a command line that cannot be used: c->flags_at_fault set). */
 kiln_status cli_model_path(cli_common *c, kiln_runtime *rt, const char **out_path);
 
+/* kiln_model_open(path), its error prefixed with where [model] path was
+ * set ("conf/my.ini:3: [model] path: ...", "KILN_MODEL: ...") unless -m
+ * gave it: a relative path from a file is resolved against the file's
+ * folder, which the message alone would not explain. */
+kiln_status cli_model_open(kiln_runtime *rt, const char *path, kiln_model **out_model);
+
 /* kiln_session_open, with a status line on a terminal while the plan is
  * made, kernels compiled and weights uploaded. */
 kiln_status cli_session_open(kiln_runtime *rt, const kiln_model *m, const kiln_session_options *opt,

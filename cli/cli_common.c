@@ -111,6 +111,15 @@ kiln_status cli_model_path(cli_common *c, kiln_runtime *rt, const char **out_pat
                          "no model: give -m MODEL, or set [model] path in the configuration");
 }
 
+kiln_status cli_model_open(kiln_runtime *rt, const char *path, kiln_model **out_model) {
+  kiln_status st = kiln_model_open(path, out_model);
+  if (!st) return NULL;
+  /* a path from a file or the environment: say where, as -m needs not */
+  const char *origin = kiln_config_origin(kiln_config_section_get(kiln_runtime_config(rt), "model"), "path");
+  if (origin && strcmp(origin, "--model") != 0) st = kiln_status_annotate(st, "%s: [model] path", origin);
+  return st;
+}
+
 kiln_status cli_session_open(kiln_runtime *rt, const kiln_model *m, const kiln_session_options *opt,
                              kiln_session **out_session) {
   const kiln_config_section *bs = kiln_config_section_get(kiln_runtime_config(rt), "backend");

@@ -214,7 +214,7 @@ int cmd_parity(int argc, char **argv) {
     st = kiln_status_new(KILN_STATUS_INVALID_ARGUMENT, "--plot %s is the model file %s", plot, model_path);
   if (!st && csv) st = report_folder_ok("--csv", csv);
   if (!st && plot) st = report_folder_ok("--plot", plot);
-  if (!st) st = kiln_model_open(model_path, &m);
+  if (!st) st = cli_model_open(rt, model_path, &m);
   if (!st && !kiln_model_vocab(m)) st = kiln_status_new(KILN_STATUS_UNSUPPORTED, "%s has no vocabulary", model_path);
   const kiln_vocab *voc = m ? kiln_model_vocab(m) : NULL;
   if (!st)

@@ -119,7 +119,7 @@ int cmd_perplexity(int argc, char **argv) {
   kiln_status st = cli_runtime_open(&cc, &rt);
   if (!st) st = check_chunk_size(&cc, rt);
   if (!st) st = cli_model_path(&cc, rt, &model_path);
-  if (!st) st = kiln_model_open(model_path, &m);
+  if (!st) st = cli_model_open(rt, model_path, &m);
   const kiln_vocab *v = m ? kiln_model_vocab(m) : NULL;
   if (!st && !v)
     st = kiln_status_new(KILN_STATUS_UNSUPPORTED, "%s has no vocabulary: cannot tokenize a text", model_path);

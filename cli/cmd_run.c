@@ -294,7 +294,7 @@ int cmd_run(int argc, char **argv) {
     if (!st && seed == -1 && a.conversation) fprintf(stderr, "kiln run: seed %llu\n", (unsigned long long)a.seed);
   }
   if (!st) st = cli_model_path(&cc, rt, &model_path);
-  if (!st) st = kiln_model_open(model_path, &model);
+  if (!st) st = cli_model_open(rt, model_path, &model);
   if (!st && !kiln_model_vocab(model))
     st = kiln_status_new(KILN_STATUS_UNSUPPORTED, "%s has no vocabulary (tokenizer.ggml.*): cannot tokenize a prompt",
                          model_path);

@@ -64,6 +64,23 @@ grep -q "missing.ini: cannot open configuration file" "$tmp/err" || fail "missin
 printf 'not a model' >"$tmp/junk.gguf"
 "$kiln" run -m "$tmp/junk.gguf" -p x >/dev/null 2>"$tmp/err" && fail "junk model accepted"
 grep -q "junk.gguf" "$tmp/err" || fail "junk model message"
+# a model path from a file that cannot be opened names the file and line
+# that gave it (it is resolved against that file's folder), and one from
+# the environment the variable; -m's needs no such note
+mkdir "$tmp/conf"
+printf '[model]\npath = ../nosuch/stories260K.gguf\n' >"$tmp/conf/model.ini"
+for cmd in "run -p x" "bench -p 8 -n 0 -r 1" "qa --golden $KILN_SRCDIR/tests/golden/stories260K.golden" \
+           "parity -p x --ref cpu --test cpu" "perplexity -f $KILN_SRCDIR/tests/data/perplexity/stories.txt"; do
+  # shellcheck disable=SC2086 # the command's words
+  "$kiln" $cmd --config "$tmp/conf/model.ini" >/dev/null 2>"$tmp/err"; rc=$?
+  [ $rc -eq 1 ] || { cat "$tmp/err"; fail "$cmd, [model] path missing: exit status $rc, expected 1"; }
+  grep -qF "$tmp/conf/model.ini:2: [model] path: $tmp/conf/../nosuch/stories260K.gguf: cannot open" "$tmp/err" \
+    || { cat "$tmp/err"; fail "$cmd: the error does not name where [model] path was set"; }
+done
+KILN_MODEL="$tmp/nosuch.gguf" "$kiln" run -p x >/dev/null 2>"$tmp/err"
+grep -qF "KILN_MODEL: [model] path: $tmp/nosuch.gguf: cannot open" "$tmp/err" || { cat "$tmp/err"; fail "KILN_MODEL"; }
+"$kiln" run -m "$tmp/nosuch.gguf" -p x >/dev/null 2>"$tmp/err"
+grep -q "error: $tmp/nosuch.gguf: cannot open" "$tmp/err" || { cat "$tmp/err"; fail "-m NOSUCH"; }
 echo "ok: errors name file and line, exit 1"
 
 # a command line that cannot be used exits 2 in every subcommand: unknown
