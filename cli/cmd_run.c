@@ -162,9 +162,10 @@ static int run_once(cli_common *cc, const run_args *a, kiln_runtime *rt, kiln_mo
     fputc('\n', stderr);
     if (stats.stopped_at_ctx)
       fprintf(stderr,
-              "kiln run: warning: stopped after %d tokens: the KV cache of %d positions is full "
+              "kiln run: warning: stopped after %d %s: the KV cache of %d %s is full "
               "(raise -c / [model] n_ctx)\n",
-              stats.n_generated, kiln_session_n_ctx(session));
+              stats.n_generated, stats.n_generated == 1 ? "token" : "tokens", kiln_session_n_ctx(session),
+              kiln_session_n_ctx(session) == 1 ? "position" : "positions");
   }
   run_output_free(&out);
   free(ids);

@@ -176,8 +176,15 @@ done
 usage "unknown command" nosuchcommand
 grep -q "nosuchcommand" "$tmp/err" || fail "unknown command message"
 # failures that are not the command line's exit 1
-"$kiln" detokenize -m "$m" -p "1 abc" >/dev/null 2>"$tmp/err"; [ $? -eq 1 ] || fail "detokenize abc: not 1"
+printf '1 abc' >"$tmp/abc.txt"
+"$kiln" detokenize -m "$m" -f "$tmp/abc.txt" >/dev/null 2>"$tmp/err"; [ $? -eq 1 ] || fail "detokenize -f abc: not 1"
 grep -q '"abc" at byte 2 is not a token id' "$tmp/err" || { cat "$tmp/err"; fail "detokenize message"; }
+# an id outside the vocabulary is named by its place in the list, in the
+# user's terms, not by an internal function's
+printf '1 512' >"$tmp/512.txt"
+"$kiln" detokenize -m "$m" -f "$tmp/512.txt" >/dev/null 2>"$tmp/err"; [ $? -eq 1 ] || fail "detokenize -f 512: not 1"
+grep -q "error: id 2 (512) is outside the vocabulary's range 0..511" "$tmp/err" || { cat "$tmp/err"; fail "id 512"; }
+grep -q "kiln_detokenize" "$tmp/err" && { cat "$tmp/err"; fail "detokenize names a function"; }
 # an empty element of an id list is an error naming its position, not a
 # separator to skip; "[1, 2, 3]" and "1 2 3" stay lists
 ids() { # ids WHERE LIST: detokenize exits 1
