@@ -11,11 +11,24 @@
 #include "cli.h"
 #include "kiln/escape.h"
 
+bool cli_flag_value_ok(const char *cmd, const char *section, const char *key, const char *value, const char *flag) {
+  kiln_config *cfg = NULL;
+  kiln_status st = kiln_config_new(&cfg);
+  /* core's sections are declared here; a backend's section is only once
+   * its plugin loads, and cli_runtime_open checks its values then */
+  if (!st) st = kiln_config_set(cfg, section, key, value, flag);
+  kiln_config_free(cfg);
+  if (!st) return true;
+  cli_fail(cmd ? cmd : "", st);
+  return false;
+}
+
 bool cli_override(cli_common *c, const char *section, const char *key, const char *value, const char *flag) {
   if (c->n_overrides == sizeof c->overrides / sizeof c->overrides[0]) {
     fprintf(stderr, "kiln %s: too many option overrides\n", c->cmd ? c->cmd : "");
     return false;
   }
+  if (!cli_flag_value_ok(c->cmd, section, key, value, flag)) return false;
   c->overrides[c->n_overrides++] = (kiln_config_override){section, key, value, flag};
   return true;
 }

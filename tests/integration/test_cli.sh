@@ -111,6 +111,16 @@ usage "inspect without a file" inspect
 usage "synth without --arch" synth -o "$tmp/x.gguf"
 usage "synth --vocab-rows without --vocab-from" synth --arch qwen2 --vocab-rows 300 -o "$tmp/x.gguf"
 usage "kernels --config without FILE" kernels --config
+# a bad value of a flag is the command line's fault however late it would
+# be used: parity's --test-kv (one session's setting), detokenize's -p ids
+usage "parity --test-kv f8" parity -m "$m" -p x --ref cpu:f64 --test cpu --test-kv f8
+grep -qF -- '--test-kv: [kv_cache] type: "f8" is not one of' "$tmp/err" || { cat "$tmp/err"; fail "--test-kv f8"; }
+usage "detokenize -p '1 2 abc'" detokenize -m "$m" -p "1 2 abc"
+grep -qF -- '-p: "abc" at byte 4 is not a token id' "$tmp/err" || { cat "$tmp/err"; fail "-p 1 2 abc"; }
+usage "detokenize -p '1 512'" detokenize -m "$m" -p "1 512"
+grep -qF -- "-p: id 2 (512) is outside the vocabulary's range 0..511" "$tmp/err" || { cat "$tmp/err"; fail "-p 1 512"; }
+usage "run -m ''" run -m "" -p x
+usage "run -t abc" run -m "$m" -p x -t abc
 # a flag naming a backend no plugin provides, an empty --config, a
 # perplexity chunk too small: each names the flag and its value
 says() { # says TEXT: the last command's message holds TEXT
@@ -193,8 +203,7 @@ ids() { # ids WHERE LIST: detokenize exits 1
   [ $rc -eq 1 ] || { cat "$tmp/err"; fail "detokenize [$1]: exit status $rc, expected 1"; }
   says "standard input: $where"
 }
-"$kiln" detokenize -m "$m" -p "1,,2" >/dev/null 2>"$tmp/err"; rc=$?
-[ $rc -eq 1 ] || { cat "$tmp/err"; fail "detokenize 1,,2: exit status $rc, expected 1"; }
+usage "detokenize -p 1,,2" detokenize -m "$m" -p "1,,2"
 says "-p: id 2 is empty (no id before the comma at byte 2)"
 ids "id 1 is empty (no id before the comma at byte 0)" ",1"
 ids "id 3 is empty (no id before the comma at byte 5)" "1, 2,, 3"
