@@ -234,6 +234,26 @@ if [ -f "$models/$vocab" ]; then
   echo "ok: the README's detokenize example"
 fi
 
+# the README's perplexity line: -c is N, its default n_ctx (a number there
+# once read as the default chunk, which is n_ctx: 2048 for stories260K)
+line=$(grep '^    kiln perplexity -m ' "$KILN_SRCDIR/README.md")
+case "$line" in
+  *"[-c N]"*"default n_ctx"*) ;;
+  *) fail "README: the perplexity line does not give -c as N with its default n_ctx [$line]" ;;
+esac
+# (its 2,639 tokens are too few for two chunks of 2048: the refusal names the size)
+"$kiln" perplexity -m "$m" -f "$KILN_SRCDIR/tests/data/perplexity/stories.txt" >/dev/null 2>"$tmp/err"
+says "with a context of 2048; the text tokenizes to only 2639"
+# and its Configuration section: a known section alone is accepted, an
+# unknown one refused at its line
+printf '[sampling]\n[cpu]\n' >"$tmp/known.ini"
+"$kiln" config --show --config "$tmp/known.ini" >/dev/null 2>"$tmp/err" || { cat "$tmp/err"; fail "[sampling] alone refused"; }
+printf '[sampling]\n[nosuch]\n' >"$tmp/unknown.ini"
+"$kiln" config --show --config "$tmp/unknown.ini" >/dev/null 2>"$tmp/err" && fail "[nosuch] alone accepted"
+says "$tmp/unknown.ini:2: unknown section [nosuch]"
+grep -q 'a known section with no key' "$KILN_SRCDIR/README.md" || fail "README: what an empty known section does"
+echo "ok: the README's perplexity line and empty sections"
+
 # hello with fallback = cpu: same text, fallback summary on stderr
 "$kiln" run --config "$KILN_SRCDIR/conf/hello.ini" -m "$models/stories260K.gguf" -p "Once upon a time" -n 64 \
   >"$tmp/out2" 2>"$tmp/err2" || { cat "$tmp/err2"; fail "hello run exited $?"; }
