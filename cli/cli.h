@@ -65,8 +65,17 @@ typedef struct cli_alias {
 /* Rewrites argv[1..argc) in place (up to "--"); aliases ends with {NULL}. */
 void cli_rewrite_aliases(int argc, char **argv, const cli_alias *aliases);
 
-/* Records `--flag value` as section.key = value. Returns false (after a
- * message) when there are too many. */
+/* Checks `--flag value` for section.key against the schema while the
+ * command line is read, so a bad value is the command line's fault (exit
+ * 2) however late the value would be used (parity's --test-kv, in one
+ * session only). False after "kiln CMD: error: FLAG: [section] key: ..."
+ * on stderr. A backend's section, declared when its plugin loads, passes
+ * here and is checked by cli_runtime_open. */
+bool cli_flag_value_ok(const char *cmd, const char *section, const char *key, const char *value, const char *flag);
+
+/* Records `--flag value` as section.key = value, checked by
+ * cli_flag_value_ok. Returns false (after a message) when it fails that or
+ * there are too many. */
 bool cli_override(cli_common *c, const char *section, const char *key, const char *value, const char *flag);
 
 /* Opens the runtime with the environment, the file and the overrides; on
@@ -84,6 +93,12 @@ kiln_status cli_backend_check(cli_common *c, kiln_runtime *rt, const char *flag,
 /* [model] path of the runtime's configuration, or an error saying to give
  * -m (a command line that cannot be used: c->flags_at_fault set). */
 kiln_status cli_model_path(cli_common *c, kiln_runtime *rt, const char **out_path);
+
+/* kiln_model_open(path), its error prefixed with where [model] path was
+ * set ("conf/my.ini:3: [model] path: ...", "KILN_MODEL: ...") unless -m
+ * gave it: a relative path from a file is resolved against the file's
+ * folder, which the message alone would not explain. */
+kiln_status cli_model_open(kiln_runtime *rt, const char *path, kiln_model **out_model);
 
 /* kiln_session_open, with a status line on a terminal while the plan is
  * made, kernels compiled and weights uploaded. */

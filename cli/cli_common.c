@@ -11,11 +11,24 @@
 #include "cli.h"
 #include "kiln/escape.h"
 
+bool cli_flag_value_ok(const char *cmd, const char *section, const char *key, const char *value, const char *flag) {
+  kiln_config *cfg = NULL;
+  kiln_status st = kiln_config_new(&cfg);
+  /* core's sections are declared here; a backend's section is only once
+   * its plugin loads, and cli_runtime_open checks its values then */
+  if (!st) st = kiln_config_set(cfg, section, key, value, flag);
+  kiln_config_free(cfg);
+  if (!st) return true;
+  cli_fail(cmd ? cmd : "", st);
+  return false;
+}
+
 bool cli_override(cli_common *c, const char *section, const char *key, const char *value, const char *flag) {
   if (c->n_overrides == sizeof c->overrides / sizeof c->overrides[0]) {
     fprintf(stderr, "kiln %s: too many option overrides\n", c->cmd ? c->cmd : "");
     return false;
   }
+  if (!cli_flag_value_ok(c->cmd, section, key, value, flag)) return false;
   c->overrides[c->n_overrides++] = (kiln_config_override){section, key, value, flag};
   return true;
 }
@@ -109,6 +122,15 @@ kiln_status cli_model_path(cli_common *c, kiln_runtime *rt, const char **out_pat
   c->flags_at_fault = true; /* a missing -m, as tokenize says of its own */
   return kiln_status_new(KILN_STATUS_INVALID_ARGUMENT,
                          "no model: give -m MODEL, or set [model] path in the configuration");
+}
+
+kiln_status cli_model_open(kiln_runtime *rt, const char *path, kiln_model **out_model) {
+  kiln_status st = kiln_model_open(path, out_model);
+  if (!st) return NULL;
+  /* a path from a file or the environment: say where, as -m needs not */
+  const char *origin = kiln_config_origin(kiln_config_section_get(kiln_runtime_config(rt), "model"), "path");
+  if (origin && strcmp(origin, "--model") != 0) st = kiln_status_annotate(st, "%s: [model] path", origin);
+  return st;
 }
 
 kiln_status cli_session_open(kiln_runtime *rt, const kiln_model *m, const kiln_session_options *opt,

@@ -319,7 +319,7 @@ int cmd_bench(int argc, char **argv) {
   const char *model_path = NULL;
   kiln_status st = cli_runtime_open(&cc, &rt);
   if (!st) st = cli_model_path(&cc, rt, &model_path);
-  if (!st) st = kiln_model_open(model_path, &m);
+  if (!st) st = cli_model_open(rt, model_path, &m);
   int32_t n_vocab = m ? (int32_t)kiln_model_hparams(m)->n_vocab : 0;
   /* The cache holds the longest test. Past the training context it is
    * allowed with the session's warning, as kiln run -c allows it: the

@@ -178,7 +178,10 @@ int cmd_parity(int argc, char **argv) {
     case O_NORM: ok = num("--max-norm-dev", optarg, 1e300, false, &o.max_norm_dev); break;
     case O_COS: ok = num("--min-cos", optarg, 1.0, false, &o.min_cos); break;
     case O_EPS: ok = num("--test-eps", optarg, 1.0, false, &v); o.test.eps_override = (float)v; break;
-    case O_KV: test_kv = optarg; break; /* checked by the session, naming the flag */
+    case O_KV:
+      test_kv = optarg;
+      ok = cli_flag_value_ok("parity", "kv_cache", "type", optarg, "--test-kv");
+      break;
     case O_CHAT: chat = true; break;
     case 'h': usage(stdout); return 0;
     default: usage(stderr); return 2;
@@ -214,7 +217,7 @@ int cmd_parity(int argc, char **argv) {
     st = kiln_status_new(KILN_STATUS_INVALID_ARGUMENT, "--plot %s is the model file %s", plot, model_path);
   if (!st && csv) st = report_folder_ok("--csv", csv);
   if (!st && plot) st = report_folder_ok("--plot", plot);
-  if (!st) st = kiln_model_open(model_path, &m);
+  if (!st) st = cli_model_open(rt, model_path, &m);
   if (!st && !kiln_model_vocab(m)) st = kiln_status_new(KILN_STATUS_UNSUPPORTED, "%s has no vocabulary", model_path);
   const kiln_vocab *voc = m ? kiln_model_vocab(m) : NULL;
   if (!st)

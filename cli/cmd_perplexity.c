@@ -15,7 +15,8 @@ static void usage(FILE *out) {
         "\n"
         "The perplexity of the model over the text, as llama-perplexity computes it: the\n"
         "tokens (BOS first when the vocabulary adds it) cut into chunks of N tokens (-c;\n"
-        "[model] n_ctx), each evaluated from an empty KV cache with its first token\n"
+        "[model] n_ctx, by default the model's context_length at most 4096), each\n"
+        "evaluated from an empty KV cache with its first token\n"
         "replaced by BOS, the second half of each chunk scored. Prints the running\n"
         "perplexity after each chunk, \"[1]x,[2]y,...\", then\n"
         "\"Final estimate: PPL = P +/- E\" (E: its standard error) on stdout.\n"
@@ -119,7 +120,7 @@ int cmd_perplexity(int argc, char **argv) {
   kiln_status st = cli_runtime_open(&cc, &rt);
   if (!st) st = check_chunk_size(&cc, rt);
   if (!st) st = cli_model_path(&cc, rt, &model_path);
-  if (!st) st = kiln_model_open(model_path, &m);
+  if (!st) st = cli_model_open(rt, model_path, &m);
   const kiln_vocab *v = m ? kiln_model_vocab(m) : NULL;
   if (!st && !v)
     st = kiln_status_new(KILN_STATUS_UNSUPPORTED, "%s has no vocabulary: cannot tokenize a text", model_path);

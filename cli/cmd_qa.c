@@ -52,7 +52,7 @@ int cmd_qa(int argc, char **argv) {
   const char *model_path = NULL;
   if (!st) st = cli_runtime_open(&cc, &rt);
   if (!st) st = cli_model_path(&cc, rt, &model_path);
-  if (!st) st = kiln_model_open(model_path, &m);
+  if (!st) st = cli_model_open(rt, model_path, &m);
   if (!st) st = cli_session_open(rt, m, NULL, &s);
   size_t passed = 0;
   for (size_t i = 0; !st && i < g->n_cases; i++) {

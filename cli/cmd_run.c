@@ -162,9 +162,10 @@ static int run_once(cli_common *cc, const run_args *a, kiln_runtime *rt, kiln_mo
     fputc('\n', stderr);
     if (stats.stopped_at_ctx)
       fprintf(stderr,
-              "kiln run: warning: stopped after %d tokens: the KV cache of %d positions is full "
+              "kiln run: warning: stopped after %d %s: the KV cache of %d %s is full "
               "(raise -c / [model] n_ctx)\n",
-              stats.n_generated, kiln_session_n_ctx(session));
+              stats.n_generated, stats.n_generated == 1 ? "token" : "tokens", kiln_session_n_ctx(session),
+              kiln_session_n_ctx(session) == 1 ? "position" : "positions");
   }
   run_output_free(&out);
   free(ids);
@@ -294,7 +295,7 @@ int cmd_run(int argc, char **argv) {
     if (!st && seed == -1 && a.conversation) fprintf(stderr, "kiln run: seed %llu\n", (unsigned long long)a.seed);
   }
   if (!st) st = cli_model_path(&cc, rt, &model_path);
-  if (!st) st = kiln_model_open(model_path, &model);
+  if (!st) st = cli_model_open(rt, model_path, &model);
   if (!st && !kiln_model_vocab(model))
     st = kiln_status_new(KILN_STATUS_UNSUPPORTED, "%s has no vocabulary (tokenizer.ggml.*): cannot tokenize a prompt",
                          model_path);

@@ -307,13 +307,22 @@ int cmd_detokenize(int argc, char **argv) {
   kiln_vocab *v = NULL;
   kiln_status st = NULL;
   if (!read_source("detokenize", &src, false, &in, &in_len, &st)) return CLI_EXIT_USAGE;
+  /* ids given with -p are the command line's: a malformed one, or one
+   * outside the vocabulary, exits 2 as any bad flag value does; from -f
+   * or standard input they are bad input (1) */
+  cli_common cc = {.cmd = "detokenize"};
   if (!st) st = parse_ids(src.prompt ? "-p" : src.file && strcmp(src.file, "-") ? src.file : "standard input", in,
                           in_len, &ids, &n);
+  cc.flags_at_fault = st && src.prompt;
   if (!st) st = load_vocab(model, &v);
-  if (!st) st = kiln_detokenize(v, ids, n, special, &text, &len);
+  if (!st) {
+    st = kiln_detokenize(v, ids, n, special, &text, &len);
+    cc.flags_at_fault = st && src.prompt && kiln_status_code_of(st) == KILN_STATUS_INVALID_ARGUMENT;
+    if (st && src.prompt) st = kiln_status_annotate(st, "-p");
+  }
   int rc = CLI_EXIT_OK;
   if (st) {
-    rc = cli_fail("detokenize", st);
+    rc = cli_exit(&cc, st);
   } else if (json) {
     json_t *a = json_array();
     for (size_t i = 0; a && i < n; i++) json_array_append_new(a, json_integer(ids[i]));

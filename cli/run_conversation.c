@@ -130,9 +130,10 @@ int run_conversation(const run_conversation_args *a) {
     int32_t kv_before = kiln_session_pos(s), n_ctx = kiln_session_n_ctx(s);
     if (!st && (int64_t)kv_before + (int64_t)n_ids >= n_ctx)
       st = kiln_status_new(KILN_STATUS_OUT_OF_RANGE,
-                           "turn %d does not fit: the KV cache holds %d positions, %d are used and the turn needs %zu "
+                           "turn %d does not fit: the KV cache holds %d %s, %d %s used and the turn needs %zu "
                            "more and room to reply (raise -c / [model] n_ctx)",
-                           turn, n_ctx, kv_before, n_ids);
+                           turn, n_ctx, n_ctx == 1 ? "position" : "positions", kv_before,
+                           kv_before == 1 ? "is" : "are", n_ids);
     kiln_generate_stats gs = {0};
     run_output_reset(&out);
     if (!st) st = kiln_generate_with(s, ids, (int32_t)n_ids, &a->gen, a->sampler, run_on_token, &out, NULL, &gs);
@@ -172,13 +173,13 @@ int run_conversation(const run_conversation_args *a) {
       char *next = prompt_user ? NULL : read_message(a->in, &st);
       if (prompt_user || next)
         st = kiln_status_new(KILN_STATUS_OUT_OF_RANGE,
-                             "turn %d's reply filled the KV cache of %d positions: no room for turn %d "
+                             "turn %d's reply filled the KV cache of %d %s: no room for turn %d "
                              "(raise -c / [model] n_ctx)",
-                             turn, n_ctx, turn + 1);
+                             turn, n_ctx, n_ctx == 1 ? "position" : "positions", turn + 1);
       else if (!st)
-        fprintf(stderr, "kiln run: warning: turn %d's reply stopped when the KV cache of %d positions was full "
+        fprintf(stderr, "kiln run: warning: turn %d's reply stopped when the KV cache of %d %s was full "
                         "(raise -c)\n",
-                turn, n_ctx);
+                turn, n_ctx, n_ctx == 1 ? "position" : "positions");
       free(next);
       break;
     }

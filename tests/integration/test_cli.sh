@@ -64,6 +64,23 @@ grep -q "missing.ini: cannot open configuration file" "$tmp/err" || fail "missin
 printf 'not a model' >"$tmp/junk.gguf"
 "$kiln" run -m "$tmp/junk.gguf" -p x >/dev/null 2>"$tmp/err" && fail "junk model accepted"
 grep -q "junk.gguf" "$tmp/err" || fail "junk model message"
+# a model path from a file that cannot be opened names the file and line
+# that gave it (it is resolved against that file's folder), and one from
+# the environment the variable; -m's needs no such note
+mkdir "$tmp/conf"
+printf '[model]\npath = ../nosuch/stories260K.gguf\n' >"$tmp/conf/model.ini"
+for cmd in "run -p x" "bench -p 8 -n 0 -r 1" "qa --golden $KILN_SRCDIR/tests/golden/stories260K.golden" \
+           "parity -p x --ref cpu --test cpu" "perplexity -f $KILN_SRCDIR/tests/data/perplexity/stories.txt"; do
+  # shellcheck disable=SC2086 # the command's words
+  "$kiln" $cmd --config "$tmp/conf/model.ini" >/dev/null 2>"$tmp/err"; rc=$?
+  [ $rc -eq 1 ] || { cat "$tmp/err"; fail "$cmd, [model] path missing: exit status $rc, expected 1"; }
+  grep -qF "$tmp/conf/model.ini:2: [model] path: $tmp/conf/../nosuch/stories260K.gguf: cannot open" "$tmp/err" \
+    || { cat "$tmp/err"; fail "$cmd: the error does not name where [model] path was set"; }
+done
+KILN_MODEL="$tmp/nosuch.gguf" "$kiln" run -p x >/dev/null 2>"$tmp/err"
+grep -qF "KILN_MODEL: [model] path: $tmp/nosuch.gguf: cannot open" "$tmp/err" || { cat "$tmp/err"; fail "KILN_MODEL"; }
+"$kiln" run -m "$tmp/nosuch.gguf" -p x >/dev/null 2>"$tmp/err"
+grep -q "error: $tmp/nosuch.gguf: cannot open" "$tmp/err" || { cat "$tmp/err"; fail "-m NOSUCH"; }
 echo "ok: errors name file and line, exit 1"
 
 # a command line that cannot be used exits 2 in every subcommand: unknown
@@ -94,6 +111,16 @@ usage "inspect without a file" inspect
 usage "synth without --arch" synth -o "$tmp/x.gguf"
 usage "synth --vocab-rows without --vocab-from" synth --arch qwen2 --vocab-rows 300 -o "$tmp/x.gguf"
 usage "kernels --config without FILE" kernels --config
+# a bad value of a flag is the command line's fault however late it would
+# be used: parity's --test-kv (one session's setting), detokenize's -p ids
+usage "parity --test-kv f8" parity -m "$m" -p x --ref cpu:f64 --test cpu --test-kv f8
+grep -qF -- '--test-kv: [kv_cache] type: "f8" is not one of' "$tmp/err" || { cat "$tmp/err"; fail "--test-kv f8"; }
+usage "detokenize -p '1 2 abc'" detokenize -m "$m" -p "1 2 abc"
+grep -qF -- '-p: "abc" at byte 4 is not a token id' "$tmp/err" || { cat "$tmp/err"; fail "-p 1 2 abc"; }
+usage "detokenize -p '1 512'" detokenize -m "$m" -p "1 512"
+grep -qF -- "-p: id 2 (512) is outside the vocabulary's range 0..511" "$tmp/err" || { cat "$tmp/err"; fail "-p 1 512"; }
+usage "run -m ''" run -m "" -p x
+usage "run -t abc" run -m "$m" -p x -t abc
 # a flag naming a backend no plugin provides, an empty --config, a
 # perplexity chunk too small: each names the flag and its value
 says() { # says TEXT: the last command's message holds TEXT
@@ -159,8 +186,15 @@ done
 usage "unknown command" nosuchcommand
 grep -q "nosuchcommand" "$tmp/err" || fail "unknown command message"
 # failures that are not the command line's exit 1
-"$kiln" detokenize -m "$m" -p "1 abc" >/dev/null 2>"$tmp/err"; [ $? -eq 1 ] || fail "detokenize abc: not 1"
+printf '1 abc' >"$tmp/abc.txt"
+"$kiln" detokenize -m "$m" -f "$tmp/abc.txt" >/dev/null 2>"$tmp/err"; [ $? -eq 1 ] || fail "detokenize -f abc: not 1"
 grep -q '"abc" at byte 2 is not a token id' "$tmp/err" || { cat "$tmp/err"; fail "detokenize message"; }
+# an id outside the vocabulary is named by its place in the list, in the
+# user's terms, not by an internal function's
+printf '1 512' >"$tmp/512.txt"
+"$kiln" detokenize -m "$m" -f "$tmp/512.txt" >/dev/null 2>"$tmp/err"; [ $? -eq 1 ] || fail "detokenize -f 512: not 1"
+grep -q "error: id 2 (512) is outside the vocabulary's range 0..511" "$tmp/err" || { cat "$tmp/err"; fail "id 512"; }
+grep -q "kiln_detokenize" "$tmp/err" && { cat "$tmp/err"; fail "detokenize names a function"; }
 # an empty element of an id list is an error naming its position, not a
 # separator to skip; "[1, 2, 3]" and "1 2 3" stay lists
 ids() { # ids WHERE LIST: detokenize exits 1
@@ -169,8 +203,7 @@ ids() { # ids WHERE LIST: detokenize exits 1
   [ $rc -eq 1 ] || { cat "$tmp/err"; fail "detokenize [$1]: exit status $rc, expected 1"; }
   says "standard input: $where"
 }
-"$kiln" detokenize -m "$m" -p "1,,2" >/dev/null 2>"$tmp/err"; rc=$?
-[ $rc -eq 1 ] || { cat "$tmp/err"; fail "detokenize 1,,2: exit status $rc, expected 1"; }
+usage "detokenize -p 1,,2" detokenize -m "$m" -p "1,,2"
 says "-p: id 2 is empty (no id before the comma at byte 2)"
 ids "id 1 is empty (no id before the comma at byte 0)" ",1"
 ids "id 3 is empty (no id before the comma at byte 5)" "1, 2,, 3"
@@ -200,6 +233,26 @@ if [ -f "$models/$vocab" ]; then
   [ "$got" = "<s>Hello world" ] || fail "stories260K: [$got]"
   echo "ok: the README's detokenize example"
 fi
+
+# the README's perplexity line: -c is N, its default n_ctx (a number there
+# once read as the default chunk, which is n_ctx: 2048 for stories260K)
+line=$(grep '^    kiln perplexity -m ' "$KILN_SRCDIR/README.md")
+case "$line" in
+  *"[-c N]"*"default n_ctx"*) ;;
+  *) fail "README: the perplexity line does not give -c as N with its default n_ctx [$line]" ;;
+esac
+# (its 2,639 tokens are too few for two chunks of 2048: the refusal names the size)
+"$kiln" perplexity -m "$m" -f "$KILN_SRCDIR/tests/data/perplexity/stories.txt" >/dev/null 2>"$tmp/err"
+says "with a context of 2048; the text tokenizes to only 2639"
+# and its Configuration section: a known section alone is accepted, an
+# unknown one refused at its line
+printf '[sampling]\n[cpu]\n' >"$tmp/known.ini"
+"$kiln" config --show --config "$tmp/known.ini" >/dev/null 2>"$tmp/err" || { cat "$tmp/err"; fail "[sampling] alone refused"; }
+printf '[sampling]\n[nosuch]\n' >"$tmp/unknown.ini"
+"$kiln" config --show --config "$tmp/unknown.ini" >/dev/null 2>"$tmp/err" && fail "[nosuch] alone accepted"
+says "$tmp/unknown.ini:2: unknown section [nosuch]"
+grep -q 'a known section with no key' "$KILN_SRCDIR/README.md" || fail "README: what an empty known section does"
+echo "ok: the README's perplexity line and empty sections"
 
 # hello with fallback = cpu: same text, fallback summary on stderr
 "$kiln" run --config "$KILN_SRCDIR/conf/hello.ini" -m "$models/stories260K.gguf" -p "Once upon a time" -n 64 \

@@ -164,10 +164,11 @@ static void test_pieces_stdin_json_detokenize(void **state) {
   assert_string_equal(json_string_value(json_object_get(je, "text")), "<s>Hello world\nline two");
   json_decref(je);
   kt_proc_free(&e);
-  /* an id outside the vocabulary is an error naming it */
+  /* an id outside the vocabulary is an error naming it; given with -p, a
+   * flag's value out of range (exit 2) */
   const char *de3[] = {"detokenize", "-m", vocab, "-p", "1 99999", NULL};
   assert_true(kt_kiln(de3, NULL, 0, false, &e));
-  assert_int_equal(e.status, 1);
+  assert_int_equal(e.status, 2);
   assert_non_null(strstr(e.err, "99999"));
   kt_proc_free(&e);
   free(ia);

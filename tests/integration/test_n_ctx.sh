@@ -30,6 +30,15 @@ echo "ok: n_ctx N, 0 (the model's 8192), the default (4096), the cache's size lo
 "$kiln" run -m "$tmp/m.gguf" -p "Once upon a time there was a" -n 1 -c 3 > /dev/null 2> "$tmp/err" &&
   fail "a prompt longer than the cache ran"
 grep -q "do not fit: the KV cache holds 3 positions" "$tmp/err" || fail "prompt past n_ctx: $(cat "$tmp/err")"
+# the message names what set the length (the flag, or the file's line),
+# and counts one position as one
+grep -q "(raise --ctx-size)" "$tmp/err" || fail "-c 3: the message does not name -c: $(cat "$tmp/err")"
+"$kiln" run -m "$tmp/m.gguf" -p "Once upon a time" -n 1 -c 1 > /dev/null 2> "$tmp/err"
+grep -q "do not fit: the KV cache holds 1 position and 0 are used (raise --ctx-size)" "$tmp/err" ||
+  fail "-c 1: $(cat "$tmp/err")"
+printf '[model]\nn_ctx = 2\n' > "$tmp/c2.ini"
+"$kiln" run -m "$tmp/m.gguf" -p "Once upon a time" -n 1 --config "$tmp/c2.ini" > /dev/null 2> "$tmp/err"
+grep -qF "(raise [model] n_ctx at $tmp/c2.ini:2)" "$tmp/err" || fail "n_ctx from a file: $(cat "$tmp/err")"
 "$kiln" run -m "$tmp/m.gguf" -p Once -n 1 -c -2 > /dev/null 2> "$tmp/err"
 [ $? = 2 ] || fail "-c -2 did not exit 2"
 echo "ok: a prompt longer than the cache, and -c -2, refused"

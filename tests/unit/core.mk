@@ -52,9 +52,12 @@ tests_plugins_kiln_cfg_origin_la_LIBADD = backends/common/libkilnnodecheck.la
 tests_plugins_kiln_cfg_origin_la_LDFLAGS = $(broken_plugin_ldflags)
 
 check_PROGRAMS += tests/unit/test_status tests/unit/test_config tests/unit/test_plugin_loader \
-	tests/unit/test_sampler
+	tests/unit/test_sampler tests/unit/test_golden
 TESTS += tests/unit/test_status tests/unit/test_config tests/unit/test_plugin_loader \
-	tests/unit/test_sampler
+	tests/unit/test_sampler tests/unit/test_golden
+tests_unit_test_golden_SOURCES = tests/unit/test_golden.c
+tests_unit_test_golden_CFLAGS = $(TEST_CFLAGS)
+tests_unit_test_golden_LDADD = $(TEST_LIBS)
 tests_unit_test_status_SOURCES = tests/unit/test_status.c
 tests_unit_test_status_CFLAGS = $(TEST_CFLAGS)
 tests_unit_test_status_LDADD = $(TEST_LIBS)

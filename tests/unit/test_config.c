@@ -13,6 +13,7 @@
 #include <cmocka.h>
 
 #include "kiln/config.h"
+#include "kiln/kcache.h"
 #include "testutil.h"
 
 static char *dir;
@@ -87,9 +88,23 @@ static void test_unknown_key(void **state) {
   expect_error("[backend]\nname = cpu\nbatchsize = 3\n", 3, "unknown key \"batchsize\"");
 }
 
+/* An unknown section is told at its own [section] line, once, not at the
+ * line of the first key under it. */
 static void test_unknown_section(void **state) {
   (void)state;
-  expect_error("[backend]\nname = cpu\n\n[bakend]\nname = x\n", 5, "unknown section [bakend]");
+  expect_error("[backend]\nname = cpu\n\n[bakend]\nname = x\n", 4, "unknown section [bakend]");
+  expect_error("[nosuch]\nx = 1\n", 1, "unknown section [nosuch]");
+  char *p = write_ini("twice.ini", "[nosuch]\nx = 1\ny = 2\n[backend]\nname = cpu\n[nosuch]\nz = 3\n");
+  kiln_config *c;
+  KT_ASSERT_OK(kiln_config_new(&c));
+  KT_ASSERT_OK(kiln_config_load_file(c, p));
+  kiln_status st = kiln_config_validate(c, false);
+  char want[4300];
+  snprintf(want, sizeof want, "%s:1: unknown section [nosuch] (kiln config --help lists them)\n"
+           "%s:6: unknown section [nosuch] (kiln config --help lists them)", p, p);
+  assert_string_equal(kiln_status_message(st), want);
+  kiln_status_free(st);
+  kiln_config_free(c);
 }
 
 /* inih calls no handler for a [section] line with no key under it (Debian's
@@ -137,6 +152,52 @@ static void test_bad_values(void **state) {
   /* an underflow (strtod's ERANGE) is named as one, not as a non-number */
   expect_error("[sampling]\ntemperature = 1e-320\n", 2, "below the smallest normal double");
   expect_error("[sampling]\ntop_p = 1.5\n", 2, "outside");
+}
+
+/* "[model] path =" once read as unset while "[backend] name =" was an
+ * error: every string and path key refuses an empty value, at its line. */
+static void test_empty_values(void **state) {
+  (void)state;
+  expect_error("[model]\npath =\n", 2, "[model] path: an empty value");
+  expect_error("[general]\n\nplugin_path = \n", 3, "[general] plugin_path: an empty value");
+  expect_error("[backend]\nname =\n", 2, "[backend] name: an empty value");
+  expect_error("[kv_cache]\ntype =\n", 2, "[kv_cache] type");
+
+  char *p = write_ini("kc.ini", "[kernel_cache]\nenabled = false\ndir =\n");
+  char where[4200];
+  snprintf(where, sizeof where, "%s:3: [kernel_cache] dir: an empty value", p);
+  kiln_config *c;
+  KT_ASSERT_OK(kiln_config_new(&c));
+  KT_ASSERT_OK(kiln_config_declare(c, "kernel_cache", kiln_kcache_config_keys, kiln_kcache_n_config_keys));
+  KT_ASSERT_OK(kiln_config_load_file(c, p));
+  KT_ASSERT_ERR(kiln_config_validate(c, false), KILN_STATUS_INVALID_ARGUMENT, where);
+  kiln_config_free(c);
+
+  /* a flag's empty value names the flag */
+  KT_ASSERT_OK(kiln_config_new(&c));
+  KT_ASSERT_ERR(kiln_config_set(c, "model", "path", "", "--model"), KILN_STATUS_INVALID_ARGUMENT,
+                "--model: [model] path: an empty value");
+  kiln_config_free(c);
+
+  /* a key whose default is "" says what empty means: it takes one */
+  static const kiln_config_key keys[] = {
+      {"devices", KILN_CONFIG_STRING, "", 0, 0, NULL, "empty = the one device"},
+      {"tag", KILN_CONFIG_STRING, NULL, 0, 0, NULL, "a label"},
+  };
+  p = write_ini("plug.ini", "[plug]\ndevices =\n");
+  KT_ASSERT_OK(kiln_config_new(&c));
+  KT_ASSERT_OK(kiln_config_declare(c, "plug", keys, 2));
+  KT_ASSERT_OK(kiln_config_load_file(c, p));
+  KT_ASSERT_OK(kiln_config_validate(c, false));
+  assert_string_equal(kiln_config_get_str(kiln_config_section_get(c, "plug"), "devices"), "");
+  kiln_config_free(c);
+  p = write_ini("plug.ini", "[plug]\ntag =\n");
+  snprintf(where, sizeof where, "%s:2: [plug] tag: an empty value", p);
+  KT_ASSERT_OK(kiln_config_new(&c));
+  KT_ASSERT_OK(kiln_config_declare(c, "plug", keys, 2));
+  KT_ASSERT_OK(kiln_config_load_file(c, p));
+  KT_ASSERT_ERR(kiln_config_validate(c, false), KILN_STATUS_INVALID_ARGUMENT, where);
+  kiln_config_free(c);
 }
 
 static void test_duplicate_and_syntax(void **state) {
@@ -275,6 +336,7 @@ int main(void) {
       cmocka_unit_test(test_unknown_section_without_keys),
       cmocka_unit_test(test_known_section_without_keys),
       cmocka_unit_test(test_bad_values),
+      cmocka_unit_test(test_empty_values),
       cmocka_unit_test(test_duplicate_and_syntax),
       cmocka_unit_test(test_nul_in_value),
       cmocka_unit_test(test_missing_file),

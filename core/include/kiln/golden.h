@@ -15,9 +15,12 @@
  *   top = 432:17.7989 383:14.2825     ; optional: largest logits after the prompt
  *
  * inih reads lines of at most 199 bytes, so a long value continues on
- * indented lines (inih's multi-line values): ids append, and each quoted
- * piece of a string is appended to it, like adjacent C string literals.
- * Errors name the file and line (KILN_STATUS_MALFORMED).
+ * indented lines (inih's multi-line values): ids and top pairs append, and
+ * each quoted piece of a string is appended to it, like adjacent C string
+ * literals. Errors name the file and line (KILN_STATUS_MALFORMED): a case
+ * name used twice (at the second header), a key set twice in a case, a
+ * top entry that is not a whole id:logit pair ("383:9." is one cut short),
+ * more ids than n (at the ids line).
  */
 #ifndef KILN_GOLDEN_H
 #define KILN_GOLDEN_H

@@ -24,6 +24,9 @@ typedef struct entry {
   char *section, *key, *value;
   char *base_dir; /* file entries: the file's folder, for relative PATH values */
   char *origin; /* "conf/kiln.ini:7", "KILN_BACKEND", "--backend" */
+  /* where its [section] was named: the header's line for a file entry
+   * (an unknown section is reported there, once), else origin */
+  char *section_origin;
   int prio;
 } entry;
 
@@ -142,6 +145,12 @@ static kiln_status check_value(const kiln_config_key *k, const char *value) {
     return NULL;
   case KILN_CONFIG_STRING:
   case KILN_CONFIG_PATH:
+    /* "path =" once read as unset for some keys and was refused for
+     * others; one rule for all (kiln/config_schema.h) */
+    if (!*value && !(k->default_value && !*k->default_value))
+      return kiln_status_new(KILN_STATUS_INVALID_ARGUMENT,
+                             "an empty value (give a %s, or leave the key out for its default)",
+                             k->type == KILN_CONFIG_PATH ? "path" : "value");
     return NULL;
   }
   return kiln_status_new(KILN_STATUS_INTERNAL, "key %s has an unknown type", k->name);
@@ -207,6 +216,7 @@ void kiln_config_free(kiln_config *c) {
     free(c->entries[i].key);
     free(c->entries[i].value);
     free(c->entries[i].origin);
+    free(c->entries[i].section_origin);
     free(c->entries[i].base_dir);
   }
   for (size_t i = 0; i < c->n_bare; i++) {
@@ -221,7 +231,7 @@ void kiln_config_free(kiln_config *c) {
 }
 
 static kiln_status add_entry(kiln_config *c, const char *section, const char *key, const char *value,
-                             const char *origin, int prio, const char *base_dir);
+                             const char *origin, const char *section_origin, int prio, const char *base_dir);
 static kiln_status add_bare(kiln_config *c, const char *name, const char *origin);
 
 kiln_status kiln_config_copy(const kiln_config *c, kiln_config **out_copy) {
@@ -233,7 +243,7 @@ kiln_status kiln_config_copy(const kiln_config *c, kiln_config **out_copy) {
     st = kiln_config_declare(d, c->sections[i]->name, c->sections[i]->keys, c->sections[i]->n_keys);
   for (size_t i = 0; !st && i < c->n_entries; i++) {
     const entry *e = &c->entries[i];
-    st = add_entry(d, e->section, e->key, e->value, e->origin, e->prio, e->base_dir);
+    st = add_entry(d, e->section, e->key, e->value, e->origin, e->section_origin, e->prio, e->base_dir);
   }
   for (size_t i = 0; !st && i < c->n_bare; i++) st = add_bare(d, c->bare[i].name, c->bare[i].origin);
   if (!st && c->file && !(d->file = strdup(c->file))) st = kiln_status_new(KILN_STATUS_NO_MEMORY, "config");
@@ -246,7 +256,7 @@ kiln_status kiln_config_copy(const kiln_config *c, kiln_config **out_copy) {
 }
 
 static kiln_status add_entry(kiln_config *c, const char *section, const char *key, const char *value,
-                             const char *origin, int prio, const char *base_dir) {
+                             const char *origin, const char *section_origin, int prio, const char *base_dir) {
   if (c->n_entries == c->cap_entries) {
     size_t cap = c->cap_entries ? 2 * c->cap_entries : 16;
     entry *e = realloc(c->entries, cap * sizeof *e);
@@ -259,8 +269,11 @@ static kiln_status add_entry(kiln_config *c, const char *section, const char *ke
   e->key = xstrdup(key);
   e->value = xstrdup(value);
   e->origin = xstrdup(origin);
+  e->section_origin = xstrdup(section_origin ? section_origin : origin);
   e->base_dir = xstrdup(base_dir);
   e->prio = prio;
+  if (!e->section || !e->key || !e->value || !e->origin || !e->section_origin || (base_dir && !e->base_dir))
+    return kiln_status_new(KILN_STATUS_NO_MEMORY, "config entry");
   return NULL;
 }
 
@@ -293,6 +306,7 @@ typedef struct parse_state {
   /* the last [section] line, until a key follows it (see note_header) */
   char header[50];     /* inih's MAX_SECTION, its own limit on a name */
   int header_line;     /* 0: no header waiting for a key */
+  int section_line;    /* the line of the section the keys now read are in */
 } parse_state;
 
 static void set_error(parse_state *ps, kiln_status st) {
@@ -333,6 +347,7 @@ static void note_header(parse_state *ps, const char *line) {
   memcpy(ps->header, p + 1, n);
   ps->header[n] = '\0';
   ps->header_line = ps->line;
+  ps->section_line = ps->line;
 }
 
 /* fgets() with the length kept: inih reads each line as a C string, so a
@@ -397,7 +412,9 @@ static int on_entry(void *user, const char *section, const char *name, const cha
       return 0;
     }
   }
-  kiln_status st = add_entry(ps->c, section, name, value, origin, PRIO_FILE, ps->dir);
+  char section_origin[4096 + 32];
+  snprintf(section_origin, sizeof section_origin, "%s:%d", ps->path, ps->section_line);
+  kiln_status st = add_entry(ps->c, section, name, value, origin, section_origin, PRIO_FILE, ps->dir);
   if (st) {
     set_error(ps, st);
     return 0;
@@ -413,7 +430,7 @@ kiln_status kiln__config_load_stream(kiln_config *c, FILE *f, const char *path) 
    * config means the same whatever the current directory. */
   const char *slash = strrchr(path, '/');
   parse_state ps = {c, f, path, slash ? strndup(path, (size_t)(slash - path)) : strdup("."), 0, NULL, 0, false,
-                    "", 0};
+                    "", 0, 0};
   int rc = ini_parse_stream(read_line, &ps, on_entry, &ps);
   keep_bare_header(&ps);
   free(ps.dir);
@@ -465,7 +482,8 @@ kiln_status kiln_config_apply_env(kiln_config *c) {
   for (size_t i = 0; i < sizeof env_map / sizeof env_map[0]; i++) {
     const char *v = getenv(env_map[i].var);
     if (!v || !*v) continue;
-    KILN_RETURN_IF_ERROR(add_entry(c, env_map[i].section, env_map[i].key, v, env_map[i].var, PRIO_ENV, NULL));
+    KILN_RETURN_IF_ERROR(
+        add_entry(c, env_map[i].section, env_map[i].key, v, env_map[i].var, NULL, PRIO_ENV, NULL));
   }
   return NULL;
 }
@@ -481,7 +499,7 @@ kiln_status kiln_config_set(kiln_config *c, const char *section, const char *key
     kiln_status st = check_value(k, value);
     if (st) return kiln_status_annotate(st, "%s: [%s] %s", origin, section, key);
   }
-  return add_entry(c, section, key, value, origin, PRIO_FLAG, NULL);
+  return add_entry(c, section, key, value, origin, NULL, PRIO_FLAG, NULL);
 }
 
 /* `value` (a ':'-separated list of paths) with each relative element
@@ -504,6 +522,15 @@ static char *resolve_paths(const char *base_dir, const char *value) {
   }
   out[n] = 0;
   return out;
+}
+
+/* Whether one of entries[0..n) was named by the same [section] line as e
+ * (or flag, or variable): its unknown section is told once. */
+static bool section_told(const kiln_config *c, const entry *e, size_t n) {
+  for (size_t i = 0; i < n; i++)
+    if (!strcmp(c->entries[i].section_origin, e->section_origin) && !strcmp(c->entries[i].section, e->section))
+      return true;
+  return false;
 }
 
 /* Whether one of entries[0..n) is in section `name`. */
@@ -531,10 +558,10 @@ kiln_status kiln_config_validate(kiln_config *c, bool allow_undeclared_sections)
       if (e->prio != prio) continue;
       kiln_config_section *s = find_section(c, e->section);
       if (!s) {
-        if (!allow_undeclared_sections)
+        if (!allow_undeclared_sections && !section_told(c, e, i))
           all = collect(all, kiln_status_new(KILN_STATUS_INVALID_ARGUMENT,
                                              "%s: unknown section [%s] (kiln config --help lists them)",
-                                             e->origin, e->section));
+                                             e->section_origin, e->section));
         continue;
       }
       uint32_t ki;

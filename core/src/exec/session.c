@@ -20,7 +20,22 @@ struct kiln_session {
   kiln_plan *plan;
   int32_t pos;
   uint64_t steps; /* plan steps run since open or reset, for error messages */
+  char n_ctx_hint[160]; /* what to raise when tokens do not fit (n_ctx_hint) */
 };
+
+/* "1 position", "4 positions". */
+static const char *positions(int32_t n) { return n == 1 ? "position" : "positions"; }
+
+/* What sets the KV length, for "does not fit" errors: the setting the user
+ * gave it with (a flag, a file line), as "[model] n_ctx" alone is not what
+ * `kiln run -c 4` typed. */
+static void n_ctx_hint(const kiln_config *c, int32_t asked, char *out, size_t size) {
+  const char *origin = kiln_config_origin(kiln_config_section_get(c, "model"), "n_ctx");
+  if (asked > 0) snprintf(out, size, "the session's n_ctx");
+  else if (!origin || !strcmp(origin, "default")) snprintf(out, size, "[model] n_ctx");
+  else if (origin[0] == '-') snprintf(out, size, "%s", origin); /* a flag: "--ctx-size" */
+  else snprintf(out, size, "[model] n_ctx at %s", origin);      /* "conf/my.ini:3", a variable */
+}
 
 /* The KV length: an explicit one, else [model] n_ctx: N, or 0 for the
  * model's whole trained context (llama.cpp's -c 0), or -1 (the default)
@@ -124,6 +139,7 @@ kiln_status kiln_session_open(kiln_runtime *rt, const kiln_model *m, const kiln_
   }
   s->model = m;
   s->config = own;
+  n_ctx_hint(c, opt->n_ctx, s->n_ctx_hint, sizeof s->n_ctx_hint);
   kiln_graph_options go = {batch, n_ctx, opt->eps_override, KILN_TYPE_F32};
   /* the schema allows only the names kiln_kv_type_parse knows */
   const char *kv_name = kiln_config_get_str(kiln_config_section_get(c, "kv_cache"), "type");
@@ -142,8 +158,8 @@ kiln_status kiln_session_open(kiln_runtime *rt, const kiln_model *m, const kiln_
   if (!st) st = kiln_plan_preload(s->plan);
   /* Out of memory with a long cache: say how much the cache was. */
   if (st && s->graph && kiln_status_code_of(st) == KILN_STATUS_NO_MEMORY)
-    st = kiln_status_annotate(st, "with a KV cache of %d positions (%.1f MiB; lower -c / [model] n_ctx)",
-                              n_ctx, (double)state_bytes(s->graph) / (1024.0 * 1024.0));
+    st = kiln_status_annotate(st, "with a KV cache of %d %s (%.1f MiB; lower %s)", n_ctx, positions(n_ctx),
+                              (double)state_bytes(s->graph) / (1024.0 * 1024.0), s->n_ctx_hint);
   if (st) {
     kiln_session_free(s);
     return st;
@@ -211,9 +227,9 @@ kiln_status kiln_session_eval(kiln_session *s, const int32_t *ids, int32_t n, fl
   if (n < 1) return kiln_status_new(KILN_STATUS_INVALID_ARGUMENT, "eval of %d tokens", n);
   if (n > n_ctx - s->pos)
     return kiln_status_new(KILN_STATUS_OUT_OF_RANGE,
-                           "%d more tokens do not fit: the KV cache holds %d positions and %d are used "
-                           "(raise [model] n_ctx)",
-                           n, n_ctx, s->pos);
+                           "%d more %s not fit: the KV cache holds %d %s and %d %s used (raise %s)", n,
+                           n == 1 ? "token does" : "tokens do", n_ctx, positions(n_ctx), s->pos, s->pos == 1 ? "is" : "are",
+                           s->n_ctx_hint);
   for (int32_t i = 0; i < n; i++)
     if (ids[i] < 0 || (uint32_t)ids[i] >= n_vocab)
       return kiln_status_new(KILN_STATUS_OUT_OF_RANGE, "token %d (at %d) is outside the vocabulary of %u",

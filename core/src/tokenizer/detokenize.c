@@ -158,8 +158,8 @@ kiln_status kiln_detokenize(const kiln_vocab *v, const int32_t *ids, size_t n,
   for (size_t i = 0; i < n; i++) {
     if (ids[i] < 0 || ids[i] >= v->n_tokens)
       return kiln_status_new(KILN_STATUS_INVALID_ARGUMENT,
-                             "kiln_detokenize: ids[%zu] = %d is outside the vocabulary (0..%d)", i,
-                             (int)ids[i], (int)v->n_tokens - 1);
+                             "id %zu (%d) is outside the vocabulary's range 0..%d", i + 1, (int)ids[i],
+                             (int)v->n_tokens - 1); /* counted from 1, as a user counts a list */
     total += piece(v, ids[i], render_special, NULL);
   }
   char *text = malloc(total + 1);

@@ -5,6 +5,8 @@
 #include "../base/open_regular.h"
 
 #include <errno.h>
+#include <math.h>
+#include <stdbool.h>
 #include <ini.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,14 +14,56 @@
 #include <strings.h>
 #include <sys/stat.h>
 
+/* The keys of a case, and the line each was given on (0: not given), so
+ * that an error about a key names the key's own line. */
+enum { K_PROMPT, K_TEXT, K_IDS, K_PROMPT_IDS, K_TOP, K_CHAT, K_N, N_KEYS };
+static const char *const key_names[N_KEYS] = {"prompt", "text", "ids", "prompt_ids", "top", "chat", "n"};
+typedef struct case_lines {
+  int key[N_KEYS];
+} case_lines;
+
 typedef struct parse {
   kiln_golden *g;
   FILE *f;
   int line;
   kiln_status err;
-  char section[128];
-  char last_key[32]; /* a key seen again continues its value (inih multi-line) */
+  case_lines *lines;   /* one per case of g */
+  char last_key[32];   /* the key an indented line continues (inih multi-line) */
+  bool indented;       /* the current line starts with blanks */
+  /* A [section] line read and not yet turned into a case (see reader):
+   * inih hands the handler only keys, and the same name twice in a row
+   * would otherwise read as one case. */
+  int header_line;     /* 0: none waiting */
+  char header[128];
 } parse;
+
+static kiln_status add_case(parse *p, const char *name, int line);
+
+/* The waiting [section] line had no key under it: a case all the same,
+ * which the checks after parsing find empty. */
+static void flush_header(parse *p) {
+  if (!p->header_line) return;
+  int line = p->header_line;
+  p->header_line = 0;
+  if (!p->err) p->err = add_case(p, p->header, line);
+}
+
+/* Notes a line inih will take as a section header: the first non-blank
+ * byte is '[' and it is not an indented line continuing a key's value. */
+static void note_header(parse *p, const char *line) {
+  const char *s = line;
+  if (p->line == 1 && !strncmp(s, "\xEF\xBB\xBF", 3)) s += 3;
+  while (*s == ' ' || *s == '\t' || *s == '\r') s++;
+  if (*s != '[' || (p->indented && p->last_key[0])) return;
+  flush_header(p);
+  const char *end = strchr(s + 1, ']');
+  size_t n = end ? (size_t)(end - s - 1) : strlen(s + 1);
+  if (n >= sizeof p->header) n = sizeof p->header - 1;
+  memcpy(p->header, s + 1, n);
+  p->header[n] = 0;
+  p->header_line = p->line;
+  p->last_key[0] = 0;
+}
 
 static char *reader(char *buf, int size, void *stream) {
   parse *p = stream;
@@ -34,6 +78,8 @@ static char *reader(char *buf, int size, void *stream) {
                                p->g->path, p->line, size - 2);
     return NULL;
   }
+  p->indented = buf[0] == ' ' || buf[0] == '\t';
+  note_header(p, buf);
   return r;
 }
 
@@ -122,20 +168,55 @@ static kiln_status parse_ids(const char *v, int32_t **out, size_t *out_n) {
   return NULL;
 }
 
-static kiln_status parse_top(kiln_golden_case *c, const char *v) {
-  c->n_top = 0;
-  for (const char *p = v; *p;) {
-    while (*p == ' ') p++;
+/* Whether s[0..n) is a whole decimal number as make_golden.py's %.9g
+ * writes one: a sign, digits, a '.' only with digits after it, an
+ * exponent only with digits. A value cut short ("9.", "1e", "-") is not. */
+static bool whole_number(const char *s, size_t n) {
+  size_t i = 0, d = 0;
+  if (i < n && (s[i] == '-' || s[i] == '+')) i++;
+  for (; i < n && s[i] >= '0' && s[i] <= '9'; i++) d++;
+  if (i < n && s[i] == '.') {
+    size_t f = 0;
+    for (i++; i < n && s[i] >= '0' && s[i] <= '9'; i++) f++;
+    if (!f) return false;
+    d += f;
+  }
+  if (!d) return false;
+  if (i < n && (s[i] == 'e' || s[i] == 'E')) {
+    size_t e = 0;
+    if (++i < n && (s[i] == '-' || s[i] == '+')) i++;
+    for (; i < n && s[i] >= '0' && s[i] <= '9'; i++) e++;
+    if (!e) return false;
+  }
+  return i == n;
+}
+
+/* `top` pairs id:logit, blank-separated; an indented line continues the
+ * list. Every entry must be whole: a list cut short inside an entry is an
+ * error, not the entries before it. */
+static kiln_status parse_top(kiln_golden_case *c, const char *v, bool cont) {
+  if (!cont) c->n_top = 0;
+  for (const char *p = v;;) {
+    while (*p == ' ' || *p == '\t') p++;
     if (!*p) break;
-    int id, used;
-    float logit;
-    if (sscanf(p, "%d:%f%n", &id, &logit, &used) != 2 || id < 0)
-      return kiln_status_new(KILN_STATUS_MALFORMED, "top: expected id:logit pairs");
+    size_t len = strcspn(p, " \t");
+    const char *colon = memchr(p, ':', len);
+    size_t id_len = colon ? (size_t)(colon - p) : len;
+    bool id_ok = id_len > 0 && id_len <= 10 && strspn(p, "0123456789") == id_len;
+    long long id = id_ok ? strtoll(p, NULL, 10) : -1;
+    if (!colon || !id_ok || id > INT32_MAX || !whole_number(colon + 1, len - id_len - 1))
+      return kiln_status_new(KILN_STATUS_MALFORMED, "entry %d \"%.*s\" is not a whole id:logit pair", c->n_top + 1,
+                             (int)(len > 40 ? 40 : len), p);
+    errno = 0;
+    float logit = strtof(colon + 1, NULL);
+    if (errno == ERANGE || !isfinite(logit))
+      return kiln_status_new(KILN_STATUS_MALFORMED, "entry %d \"%.*s\": the logit is not a finite float",
+                             c->n_top + 1, (int)(len > 40 ? 40 : len), p);
     if (c->n_top == KILN_GOLDEN_MAX_TOP)
-      return kiln_status_new(KILN_STATUS_MALFORMED, "top: more than %d pairs", KILN_GOLDEN_MAX_TOP);
-    c->top_id[c->n_top] = id;
+      return kiln_status_new(KILN_STATUS_MALFORMED, "more than %d pairs", KILN_GOLDEN_MAX_TOP);
+    c->top_id[c->n_top] = (int32_t)id;
     c->top_logit[c->n_top++] = logit;
-    p += used;
+    p += len;
   }
   return NULL;
 }
@@ -179,61 +260,76 @@ static kiln_status ids_key(const char *v, bool cont, int32_t **ids, size_t *n) {
   return NULL;
 }
 
-static kiln_status on_key(parse *p, kiln_golden_case *c, const char *key, const char *v) {
-  bool cont = strcmp(key, p->last_key) == 0;
+static kiln_status add_case(parse *p, const char *name, int line) {
+  kiln_golden *g = p->g;
+  for (size_t i = 0; i < g->n_cases; i++)
+    if (!strcmp(g->cases[i].name, name))
+      return kiln_status_new(KILN_STATUS_MALFORMED, "%s:%d: case [%s] is defined twice (first at line %d)", g->path,
+                             line, name, g->cases[i].line);
+  kiln_golden_case *cs = realloc(g->cases, (g->n_cases + 1) * sizeof *cs);
+  if (cs) g->cases = cs;
+  case_lines *ls = cs ? realloc(p->lines, (g->n_cases + 1) * sizeof *ls) : NULL;
+  if (ls) p->lines = ls;
+  if (!cs || !ls) return kiln_status_new(KILN_STATUS_NO_MEMORY, "golden cases");
+  memset(&cs[g->n_cases], 0, sizeof *cs);
+  memset(&ls[g->n_cases], 0, sizeof *ls);
+  cs[g->n_cases].line = line;
+  if (!(cs[g->n_cases].name = strdup(name))) return kiln_status_new(KILN_STATUS_NO_MEMORY, "golden cases");
+  g->n_cases++;
+  return NULL;
+}
+
+static kiln_status on_key(parse *p, kiln_golden_case *c, case_lines *ls, const char *key, const char *v) {
+  int k = 0;
+  while (k < N_KEYS && strcmp(key, key_names[k]) != 0) k++;
+  if (k == N_KEYS) return kiln_status_new(KILN_STATUS_MALFORMED, "unknown key \"%s\"", key);
+  /* inih hands an indented line after a key to us as that key again */
+  bool cont = p->indented && strcmp(key, p->last_key) == 0;
   snprintf(p->last_key, sizeof p->last_key, "%s", key);
-  if (!strcmp(key, "prompt")) return string_key(v, cont, &c->prompt, &c->prompt_len);
-  if (!strcmp(key, "text")) return string_key(v, cont, &c->text, &c->text_len);
-  if (!strcmp(key, "ids")) return ids_key(v, cont, &c->ids, &c->n_ids);
-  if (!strcmp(key, "prompt_ids")) return ids_key(v, cont, &c->prompt_ids, &c->n_prompt_ids);
-  if (!strcmp(key, "top")) return parse_top(c, v);
-  if (!strcmp(key, "chat")) {
+  if (!cont && ls->key[k])
+    return kiln_status_new(KILN_STATUS_MALFORMED, "set twice (first at line %d)", ls->key[k]);
+  if (!cont) ls->key[k] = p->line;
+  switch (k) {
+  case K_PROMPT: return string_key(v, cont, &c->prompt, &c->prompt_len);
+  case K_TEXT: return string_key(v, cont, &c->text, &c->text_len);
+  case K_IDS: return ids_key(v, cont, &c->ids, &c->n_ids);
+  case K_PROMPT_IDS: return ids_key(v, cont, &c->prompt_ids, &c->n_prompt_ids);
+  case K_TOP: return parse_top(c, v, cont);
+  case K_CHAT:
+    if (cont) return kiln_status_new(KILN_STATUS_MALFORMED, "takes one value (an indented line continues it)");
     if (!strcasecmp(v, "true")) c->chat = true;
     else if (!strcasecmp(v, "false")) c->chat = false;
-    else return kiln_status_new(KILN_STATUS_MALFORMED, "chat must be true or false");
+    else return kiln_status_new(KILN_STATUS_MALFORMED, "must be true or false");
     return NULL;
-  }
-  if (!strcmp(key, "n")) {
+  case K_N: {
+    if (cont) return kiln_status_new(KILN_STATUS_MALFORMED, "takes one value (an indented line continues it)");
     char *end;
+    errno = 0;
     long n = strtol(v, &end, 10);
-    if (*end || n < 1 || n > 65536) return kiln_status_new(KILN_STATUS_MALFORMED, "n must be 1..65536");
+    if (end == v || *end || errno || n < 1 || n > 65536) return kiln_status_new(KILN_STATUS_MALFORMED, "must be 1..65536");
     c->n = (int32_t)n;
     return NULL;
   }
-  return kiln_status_new(KILN_STATUS_MALFORMED, "unknown key \"%s\"", key);
+  }
+  return kiln_status_new(KILN_STATUS_INTERNAL, "golden key %d", k);
 }
 
 static int handler(void *user, const char *section, const char *key, const char *value) {
   parse *p = user;
   if (p->err) return 0;
   kiln_golden *g = p->g;
+  if (!key) return 1; /* a library built to report section lines: the reader has them */
   if (!*section) {
     p->err = kiln_status_new(KILN_STATUS_MALFORMED, "%s:%d: \"%s\" is outside any [case] section", g->path, p->line,
-                             key ? key : "");
+                             key);
     return 0;
   }
-  if (!g->n_cases || strcmp(section, p->section) != 0) {
-    for (size_t i = 0; i < g->n_cases; i++)
-      if (!strcmp(g->cases[i].name, section)) {
-        p->err = kiln_status_new(KILN_STATUS_MALFORMED, "%s:%d: case [%s] is defined twice (first at line %d)",
-                                 g->path, p->line, section, g->cases[i].line);
-        return 0;
-      }
-    kiln_golden_case *cs = realloc(g->cases, (g->n_cases + 1) * sizeof *cs);
-    if (!cs) {
-      p->err = kiln_status_new(KILN_STATUS_NO_MEMORY, "golden cases");
-      return 0;
-    }
-    g->cases = cs;
-    memset(&cs[g->n_cases], 0, sizeof *cs);
-    cs[g->n_cases].name = strdup(section);
-    cs[g->n_cases].line = p->line;
-    g->n_cases++;
-    p->last_key[0] = 0;
-    snprintf(p->section, sizeof p->section, "%s", section);
+  if (p->header_line) { /* the first key under a [section] line: a new case */
+    int line = p->header_line;
+    p->header_line = 0;
+    if ((p->err = add_case(p, section, line))) return 0;
   }
-  if (!key) return 1;
-  kiln_status st = on_key(p, &g->cases[g->n_cases - 1], key, value);
+  kiln_status st = on_key(p, &g->cases[g->n_cases - 1], &p->lines[g->n_cases - 1], key, value);
   if (st) p->err = kiln_status_annotate(st, "%s:%d: [%s] %s", g->path, p->line, section, key);
   return st ? 0 : 1;
 }
@@ -251,8 +347,9 @@ kiln_status kiln_golden_load(const char *path, kiln_golden **out_golden) {
     return kiln_status_new(KILN_STATUS_NO_MEMORY, "golden set");
   }
   g->path = strdup(path);
-  parse p = {g, f, 0, NULL, "", ""};
+  parse p = {.g = g, .f = f};
   int rc = ini_parse_stream(reader, &p, handler, &p);
+  flush_header(&p);
   fclose(f);
   kiln_status st = p.err;
   if (!st && rc > 0) st = kiln_status_new(KILN_STATUS_MALFORMED, "%s:%d: syntax error", path, rc);
@@ -263,10 +360,11 @@ kiln_status kiln_golden_load(const char *path, kiln_golden **out_golden) {
     const char *missing = !c->prompt ? "prompt" : !c->n ? "n" : !c->ids ? "ids" : NULL;
     if (missing)
       st = kiln_status_new(KILN_STATUS_MALFORMED, "%s:%d: case [%s] has no %s", path, c->line, c->name, missing);
-    else if (c->n_ids > (size_t)c->n)
-      st = kiln_status_new(KILN_STATUS_MALFORMED, "%s:%d: case [%s] lists %zu ids but n = %d", path, c->line,
-                           c->name, c->n_ids, c->n);
+    else if (c->n_ids > (size_t)c->n) /* the ids overflow n: at their line, naming n's */
+      st = kiln_status_new(KILN_STATUS_MALFORMED, "%s:%d: case [%s] lists %zu ids but n = %d (line %d)", path,
+                           p.lines[i].key[K_IDS], c->name, c->n_ids, c->n, p.lines[i].key[K_N]);
   }
+  free(p.lines);
   if (st) {
     kiln_golden_free(g);
     return st;
