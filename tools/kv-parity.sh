@@ -30,7 +30,7 @@ for t in $types; do
   # exit status 1 is also a run error: only a written CSV says it ran
   if [ ! -s "$csv" ]; then
     if grep -q 'needs head_dim to be a multiple' "$err"; then
-      echo "| $(basename "$model") | $t | (not possible: $(grep -o "head_dim is [0-9]*" "$err")) | | | | | |"
+      echo "| $(basename "$model") | $t | (not possible: head_dim is $(grep -oE '(has head_dim|head_dim is) [0-9]+' "$err" | grep -oE '[0-9]+$' | head -1)) | | | | | |"
       continue
     fi
     echo "kiln parity failed for $t:" >&2; cat "$err" >&2; exit 2
