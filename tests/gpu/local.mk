@@ -198,15 +198,35 @@ tests_unit_test_cuda_plugins_CFLAGS = $(TEST_CFLAGS)
 tests_unit_test_cuda_plugins_LDADD = $(TEST_LIBS) -ldl
 
 if HAVE_CUDA
-check_PROGRAMS += tests/unit/test_cuda_templates
-TESTS += tests/unit/test_cuda_templates
-tests_unit_test_cuda_templates_SOURCES = tests/unit/test_cuda_templates.c \
-	tests/unit/kcache_testhost.c tests/unit/kcache_testhost.h
-tests_unit_test_cuda_templates_CPPFLAGS = $(AM_CPPFLAGS) $(CUDA_CPPFLAGS) \
-	-I$(top_srcdir)/backends/cuda-common
-tests_unit_test_cuda_templates_CFLAGS = $(TEST_CFLAGS) -I$(top_srcdir)/core/src
-tests_unit_test_cuda_templates_LDADD = backends/cuda-common/libkilncudacommon.la $(TEST_LIBS) \
-	$(NVRTC_LIBS)
+# One source, four programs (KT_PART: every template for sm_90, sm_120,
+# sm_121, then the other tests), so that `make check -j` compiles the
+# three arches' kernels side by side: one program took over 330 s of a
+# device call on 16 cores (H200, 2026-12-07).
+CUDA_TEMPLATES_SRC = tests/unit/test_cuda_templates.c tests/unit/kcache_testhost.c \
+	tests/unit/kcache_testhost.h
+CUDA_TEMPLATES_CPP = $(AM_CPPFLAGS) $(CUDA_CPPFLAGS) -I$(top_srcdir)/backends/cuda-common
+CUDA_TEMPLATES_CF = $(TEST_CFLAGS) -I$(top_srcdir)/core/src
+CUDA_TEMPLATES_LD = backends/cuda-common/libkilncudacommon.la $(TEST_LIBS) $(NVRTC_LIBS)
+check_PROGRAMS += tests/unit/test_cuda_templates tests/unit/test_cuda_templates_sm90 \
+	tests/unit/test_cuda_templates_sm120 tests/unit/test_cuda_templates_sm121
+TESTS += tests/unit/test_cuda_templates_sm90 tests/unit/test_cuda_templates_sm120 \
+	tests/unit/test_cuda_templates_sm121 tests/unit/test_cuda_templates
+tests_unit_test_cuda_templates_SOURCES = $(CUDA_TEMPLATES_SRC)
+tests_unit_test_cuda_templates_CPPFLAGS = $(CUDA_TEMPLATES_CPP) -DKT_PART=3
+tests_unit_test_cuda_templates_CFLAGS = $(CUDA_TEMPLATES_CF)
+tests_unit_test_cuda_templates_LDADD = $(CUDA_TEMPLATES_LD)
+tests_unit_test_cuda_templates_sm90_SOURCES = $(CUDA_TEMPLATES_SRC)
+tests_unit_test_cuda_templates_sm90_CPPFLAGS = $(CUDA_TEMPLATES_CPP) -DKT_PART=0
+tests_unit_test_cuda_templates_sm90_CFLAGS = $(CUDA_TEMPLATES_CF)
+tests_unit_test_cuda_templates_sm90_LDADD = $(CUDA_TEMPLATES_LD)
+tests_unit_test_cuda_templates_sm120_SOURCES = $(CUDA_TEMPLATES_SRC)
+tests_unit_test_cuda_templates_sm120_CPPFLAGS = $(CUDA_TEMPLATES_CPP) -DKT_PART=1
+tests_unit_test_cuda_templates_sm120_CFLAGS = $(CUDA_TEMPLATES_CF)
+tests_unit_test_cuda_templates_sm120_LDADD = $(CUDA_TEMPLATES_LD)
+tests_unit_test_cuda_templates_sm121_SOURCES = $(CUDA_TEMPLATES_SRC)
+tests_unit_test_cuda_templates_sm121_CPPFLAGS = $(CUDA_TEMPLATES_CPP) -DKT_PART=2
+tests_unit_test_cuda_templates_sm121_CFLAGS = $(CUDA_TEMPLATES_CF)
+tests_unit_test_cuda_templates_sm121_LDADD = $(CUDA_TEMPLATES_LD)
 
 # Which GEMM each batched MUL_MAT takes on devices of compute capability
 # 7.5 to 12.0, and the describe_modes line that counts them: no device.

@@ -34,7 +34,7 @@ PKG_CONFIG_SYSROOT_DIR=$sys PKG_CONFIG_PATH=$pc_path \
 make -j"$(nproc)" > "$out/make.log" 2>&1 || { grep -E 'error|Error' "$out/make.log" | head -40; exit 1; }
 echo "== built in $(( $(date +%s) - t0 )) s; warnings: $(grep -c 'warning:' "$out/make.log")"
 # Every GPU suite (the build lists them: make print-gpu-tests) and the CUDA
-# unit suites that open a device; test_cuda_templates needs none (NVRTC
+# unit suites that open a device; test_cuda_templates* need none (NVRTC
 # alone, CI runs it) and its ~30 mmq compiles took it past the 240 s the
 # suites get in all-gpu.sh, so it is left to FULL=1.
 gpu_tests="$(make -s print-gpu-tests) \
