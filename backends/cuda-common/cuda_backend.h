@@ -260,15 +260,6 @@ typedef struct kiln_cuda_node_state {
                                    address only; the leader is group[0]) */
   uint32_t n_group;             /* leader: 2 or 3; 0: no group */
   uint32_t grid_group;          /* leader: blocks of the group launch */
-  /* [<plugin>] norm_matvec = fused: matvec_q with norm = rms, the RMS_NORM
-   * just before the leader (and the ADD before that when norm_add) as its
-   * prologue, for this matrix alone (mvq_norm) and for the whole group
-   * (mvq_group_norm); per_block: the grid, in blocks. Fn NULL: none. */
-  kiln_cuda_fn mvq_norm, mvq_group_norm;
-  const kiln_node *norm_of; /* that RMS_NORM (compared by address only) */
-  uint64_t serial;          /* which prepare() made this state: the backend's count */
-  bool norm_add;
-  uint32_t prof_norm[2]; /* profile kinds: [0] mvq_norm, [1] mvq_group_norm */
   kiln_cuda_fn add_norm;        /* RMS_NORM: add_rmsnorm with the producing ADD folded in */
   kiln_cuda_fn add_norm_q;      /* RMS_NORM: the same, quantizing the normed row */
   kiln_cuda_fn norm_q;          /* RMS_NORM: add_rmsnorm without the add, quantizing */
@@ -405,7 +396,6 @@ typedef struct kiln_cuda_backend {
   uint32_t attn_splits_forced;       /* [<plugin>] attention_splits; 0: auto */
   bool attn_merge_kernel;            /* [<plugin>] attention_merge = kernel (not fused) */
   bool attn_mma;                     /* [<plugin>] decode_attention = mma */
-  bool norm_matvec;                  /* [<plugin>] norm_matvec = fused */
   bool prefill_flash;                /* [<plugin>] prefill_attention = flash (not rows) */
   /* Programmatic dependent launch ([<plugin>] pdl, compute capability >=
    * 9.0): the functions whose PTX waits on its grid dependency
@@ -431,12 +421,7 @@ typedef struct kiln_cuda_backend {
    * so in stream order every launch finds them 0. */
   CUdeviceptr attn_tickets;
   uint64_t attn_tickets_bytes;
-  /* matvec_q with norm = rms: one u32, zeroed when allocated; each launch
-   * counts its blocks on it and its last block sets it back to 0. */
-  CUdeviceptr norm_ticket;
-  uint64_t norm_ticket_bytes;
   void *nvtx_domain; /* kiln_cuda_mark_written's NVTX domain, made at its first call */
-  uint64_t prep_serial; /* prepare() calls so far: each state's serial */
   /* The quantized-activation scratch: one column of the widest matvec_q
    * input, grown in prepare(); xq_of is the tensor it holds now, valid
    * for the pass numbered xq_pass (each pass over a step's nodes takes

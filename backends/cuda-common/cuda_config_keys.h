@@ -190,18 +190,6 @@
            "and the group has at most 256 records, else the merge kernel. "   \
            "fused measured 5 % slower at tg128 (H100, 2026-12-07)"}
 
-#define KILN_CUDA_KEY_NORM_MATVEC                                             \
-  {.name = "norm_matvec",                                                     \
-   .type = KILN_CONFIG_ENUM,                                                  \
-   .default_value = "fused",                                                  \
-   .choices = "kernel|fused",                                                 \
-   .help = "in a step of one token, the RMSNorm (and the residual add before " \
-           "it) that a quantized-activation matvec reads: kernel = its own "  \
-           "launch (add_rmsnorm) before the matvec; fused = the matvec's "    \
-           "prologue, every block norming and quantizing the row for itself " \
-           "(one launch a norm fewer: two a layer), where the row has at "    \
-           "most 32 values a thread and fits the block's shared memory"}
-
 #define KILN_CUDA_KEY_DECODE_ATTENTION                                        \
   {.name = "decode_attention",                                                \
    .type = KILN_CONFIG_ENUM,                                                  \

@@ -13,10 +13,7 @@
  * step) simply takes its unfused kernel. */
 #include "config.h"
 
-#include <string.h>
-
 #include "cuda_backend.h"
-#include "node_check.h"
 
 /* The node at i if the step has one there. */
 static const kiln_node *at(const kiln_step *step, uint32_t i) {
@@ -61,89 +58,6 @@ static kiln_status launch_norm(kiln_cuda_backend *be, const kiln_cuda_fn *f,
   return kiln_cuda_prof_end(be, kind);
 }
 
-/* One matvec_q launch of f over the bound members mb[0..n-1] (their
- * weights, biases and outputs at column col) on the grid's `grid` blocks:
- * x from the scratch xq, or with norm = rms from the prologue's six
- * arguments (a, b, sum, w, y, ticket; NULL: all 0), timed as `kind`. */
-static kiln_status launch_mvq(kiln_cuda_backend *be, const char *what, const kiln_cuda_fn *f,
-                              uint32_t grid, const kiln_cuda_bound *mb, uint32_t n, int32_t col,
-                              CUdeviceptr xq, const CUdeviceptr *norm, uint32_t kind) {
-  CUdeviceptr w[3] = {0}, b[3] = {0}, y[3] = {0}, na[6] = {0};
-  for (uint32_t m = 0; m < n; m++) {
-    const kiln_node *nd = mb[m].node;
-    w[m] = mb[m].b[0]->ptr;
-    b[m] = nd->src[2] ? mb[m].b[2]->ptr : 0;
-    y[m] = kiln_cuda_col_ptr(mb[m].b[4], nd->dst, col);
-  }
-  if (norm) memcpy(na, norm, sizeof na);
-  int n_cols = 1;
-  void *args[] = {&w[0], &w[1], &w[2], &b[0],  &b[1],  &b[2],  &y[0],  &y[1],  &y[2],
-                  &xq,   &n_cols, &na[0], &na[1], &na[2], &na[3], &na[4], &na[5]};
-  KILN_RETURN_IF_ERROR(kiln_cuda_prof_begin(be));
-  kiln_status st =
-      kiln_cuda_launch_shared(be, mb[0].node, what, f->fn, grid, 1, f->block, f->shared, args);
-  if (st) {
-    be->prof.open = false;
-    return st;
-  }
-  return kiln_cuda_prof_end(be, kind);
-}
-
-/* norm_matvec = fused: the ADD at i (with_add) and the RMS_NORM after it,
- * or the RMS_NORM at i, and the matvec_q group (or matrix alone) reading
- * it next, as one matvec_q launch with the norm its prologue (norm = rms),
- * where prepare() made one for exactly these nodes; *out_used stays 0
- * otherwise. */
-static kiln_status fuse_norm_mvq(kiln_cuda_backend *be, const kiln_step *step, uint32_t i,
-                                 bool with_add, int32_t col, int32_t pos, uint32_t *out_used) {
-  const kiln_node *norm = at(step, with_add ? i + 1 : i);
-  const uint32_t m0 = with_add ? i + 2 : i + 1;
-  const kiln_node *lead = at(step, m0);
-  if (!lead || lead->op != KILN_OP_MUL_MAT || lead->src[1] != norm->dst) return NULL;
-  const kiln_cuda_node_state *ls = NULL;
-  kiln_status st = kiln_cuda_node_state_of(be, lead, &ls);
-  if (st) {
-    be->host->status_free(st); /* reported when the node runs alone */
-    return NULL;
-  }
-  if (ls->norm_of != norm || ls->norm_add != with_add) return NULL;
-  uint32_t n = 1;
-  const kiln_cuda_fn *f = &ls->mvq_norm;
-  uint32_t kind = ls->prof_norm[0];
-  if (ls->n_group >= 2) {
-    bool whole = true;
-    for (uint32_t m = 1; m < ls->n_group; m++) whole = whole && at(step, m0 + m) == ls->group[m];
-    /* a whole group without its norm variant keeps add_rmsnorm and its one launch */
-    if (whole) n = ls->n_group, f = &ls->mvq_group_norm, kind = ls->prof_norm[1];
-  }
-  if (!f->fn) return NULL;
-  kiln_cuda_bound ab, nb, mb[3];
-  if (with_add) KILN_RETURN_IF_ERROR(kiln_cuda_bind(be, step, at(step, i), 1, col, pos, &ab));
-  KILN_RETURN_IF_ERROR(kiln_cuda_bind(be, step, norm, 1, col, pos, &nb));
-  for (uint32_t m = 0; m < n; m++)
-    KILN_RETURN_IF_ERROR(kiln_cuda_bind(be, step, at(step, m0 + m), 1, col, pos, &mb[m]));
-  /* a, b, sum, w, y, ticket (matvec_q.cu.tmpl's prologue) */
-  CUdeviceptr na[6] = {kiln_cuda_col_ptr(nb.b[0], norm->src[0], col), 0, 0, nb.b[1]->ptr,
-                       kiln_cuda_col_ptr(nb.b[4], norm->dst, col), be->norm_ticket};
-  if (with_add) {
-    const kiln_node *an = ab.node;
-    na[0] = kiln_cuda_col_ptr(ab.b[0], an->src[0], col);
-    na[1] = kiln_cuda_col_ptr(ab.b[1], an->src[1], col);
-    na[2] = kiln_cuda_col_ptr(ab.b[4], an->dst, col);
-  }
-  if (!be->norm_ticket || be->norm_ticket_bytes < 4)
-    return kiln_node_error(be->host, KILN_STATUS_INTERNAL, lead,
-                           "the norm prologue's ticket was not prepared");
-  KILN_RETURN_IF_ERROR(
-      launch_mvq(be, "matvec_q with the norm", f, f->per_block, mb, n, col, 0, na, kind));
-  /* The scratch is not written; what it held may have been overwritten. */
-  if (be->xq_of == norm->dst || (with_add && be->xq_of == ab.node->dst)) be->xq_of = NULL;
-  for (uint32_t m = 0; m < n; m++)
-    if (be->xq_of == mb[m].node->dst) be->xq_of = NULL;
-  *out_used = (with_add ? 2u : 1u) + n;
-  return NULL;
-}
-
 /* ADD at i and the RMS_NORM of its output at i + 1; or an RMS_NORM at i
  * whose output a matvec_q reads next. */
 static kiln_status fuse_norm(kiln_cuda_backend *be, const kiln_step *step, uint32_t i,
@@ -157,12 +71,6 @@ static kiln_status fuse_norm(kiln_cuda_backend *be, const kiln_step *step, uint3
   kiln_status st = kiln_cuda_node_state_of(be, norm, &ns);
   if (st) {
     be->host->status_free(st); /* reported when the node runs alone */
-    return NULL;
-  }
-  uint32_t used = 0;
-  KILN_RETURN_IF_ERROR(fuse_norm_mvq(be, step, i, with_add, col, pos, &used));
-  if (used) {
-    *out_used = used;
     return NULL;
   }
   const bool quant = mvq_reads(be, at(step, with_add ? i + 2 : i + 1), norm->dst);
@@ -232,10 +140,24 @@ static kiln_status fuse_group(kiln_cuda_backend *be, const kiln_step *step, uint
     }
     KILN_RETURN_IF_ERROR(kiln_cuda_prof_end(be, ls->prof_fused[0]));
   }
-  KILN_RETURN_IF_ERROR(launch_mvq(be, "matvec_q group", &ls->mvq_group, ls->grid_group, nb, n,
-                                  col, be->xq, NULL, ls->prof_fused[2]));
+  CUdeviceptr w[3] = {0}, b[3] = {0}, y[3] = {0}, xq = be->xq;
+  for (uint32_t m = 0; m < n; m++) {
+    const kiln_node *nd = nb[m].node;
+    w[m] = nb[m].b[0]->ptr;
+    b[m] = nd->src[2] ? nb[m].b[2]->ptr : 0;
+    y[m] = kiln_cuda_col_ptr(nb[m].b[4], nd->dst, col);
+  }
+  int n_cols = 1;
+  void *args[] = {&w[0], &w[1], &w[2], &b[0], &b[1], &b[2], &y[0], &y[1], &y[2], &xq, &n_cols};
+  KILN_RETURN_IF_ERROR(kiln_cuda_prof_begin(be));
+  st = kiln_cuda_launch_shared(be, lead, "matvec_q group", ls->mvq_group.fn, ls->grid_group, 1,
+                               ls->mvq_group.block, ls->mvq_group.shared, args);
+  if (st) {
+    be->prof.open = false;
+    return st;
+  }
   *out_used = n;
-  return NULL;
+  return kiln_cuda_prof_end(be, ls->prof_fused[2]);
 }
 
 /* ROPE of Q at i, then its K RoPE, the store of the rotated K and a store

@@ -109,9 +109,7 @@ static kiln_status run_mvq(kiln_cuda_backend *be, const kiln_node *node,
   CUdeviceptr w = b[0]->ptr, bias = node->src[2] ? b[2]->ptr : 0, none = 0,
               y = kiln_cuda_col_ptr(b[4], node->dst, col), xq = be->xq;
   int n_cols = 1;
-  /* the last six: the norm prologue's (matvec_q.cu.tmpl), unused here */
-  void *args[] = {&w,  &none, &none, &bias, &none, &none, &y,    &none, &none,
-                  &xq, &n_cols, &none, &none, &none, &none, &none, &none};
+  void *args[] = {&w, &none, &none, &bias, &none, &none, &y, &none, &none, &xq, &n_cols};
   return kiln_cuda_launch_shared(be, node, "matvec_q", ns->mvq.fn, ns->mvq.per_block, 1,
                                  ns->mvq.block, ns->mvq.shared, args);
 }

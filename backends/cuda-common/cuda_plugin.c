@@ -136,7 +136,6 @@ static void backend_free(kiln_cuda_backend *be) {
   if (be->xq) cu->MemFree(be->xq);
   if (be->attn_part) cu->MemFree(be->attn_part);
   if (be->attn_tickets) cu->MemFree(be->attn_tickets);
-  if (be->norm_ticket) cu->MemFree(be->norm_ticket);
   kiln_cuda_sanitize_close(be);
   if (be->step_dev) cu->MemFree(be->step_dev);
   if (be->staging) cu->MemFreeHost(be->staging);
@@ -213,11 +212,6 @@ static kiln_status read_config(kiln_cuda_backend *be, const kiln_config_section 
   if (cfg) {
     const char *am = host->cfg_str(cfg, "attention_merge");
     be->attn_merge_kernel = !am || strcmp(am, "fused") != 0;
-  }
-  be->norm_matvec = true;
-  if (cfg) {
-    const char *nm = host->cfg_str(cfg, "norm_matvec");
-    be->norm_matvec = !nm || strcmp(nm, "kernel") != 0;
   }
   be->attn_mma = true;
   if (cfg) {

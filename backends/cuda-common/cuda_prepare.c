@@ -195,18 +195,6 @@ static kiln_status attn_tickets_reserve(kiln_cuda_backend *be, uint32_t n, const
   return kiln_cu_error(be->host, be->cu, r, "cuMemsetD32Async(tickets)", node);
 }
 
-/* matvec_q with norm = rms: its ticket, one u32 zeroed. */
-static kiln_status norm_ticket_reserve(kiln_cuda_backend *be, const kiln_node *node) {
-  bool grown = false;
-  KILN_RETURN_IF_ERROR(kiln_cuda_mem_reserve(be, &be->norm_ticket, &be->norm_ticket_bytes, 4u,
-                                             node, "the norm prologue's ticket", &grown));
-  if (!grown) return NULL;
-  const CUresult r = be->cu->MemsetD32Async(be->norm_ticket, 0, 1, be->stream);
-  if (r == CUDA_SUCCESS) return NULL;
-  be->norm_ticket_bytes = 0; /* not zeroed: the next prepare allocates again */
-  return kiln_cu_error(be->host, be->cu, r, "cuMemsetD32Async(norm ticket)", node);
-}
-
 /* ATTENTION for steps of one token: split-KV attention (attention_split,
  * or attention_mma on tensor cores where [<plugin>] decode_attention = mma
  * and kiln_cuda_attention_mma_fits, over n_split splits of the keys for
@@ -340,12 +328,11 @@ static kiln_cuda_matvec_shape mvq_bulk_shape(const kiln_cuda_mvq_member *m, uint
   return (kiln_cuda_matvec_shape){0, 0, 0, 0, 0};
 }
 
-/* Whether a block of `shape` over m fits the device's shared memory, its
- * stages beside static_bytes of static arrays (1 KiB where those are the
- * small ones, with the driver's share). */
+/* Whether a block of `shape` over m fits the device's shared memory (with
+ * 1 KiB for the block's static arrays and the driver's share). */
 static bool mvq_bulk_fits(const kiln_cuda_backend *be, const kiln_cuda_mvq_member *m, uint32_t n,
-                          const kiln_cuda_matvec_shape *shape, uint64_t static_bytes) {
-  return (uint64_t)shape->stages * kiln_cuda_mvq_stage_bytes(m, n, shape) + static_bytes <=
+                          const kiln_cuda_matvec_shape *shape) {
+  return (uint64_t)shape->stages * kiln_cuda_mvq_stage_bytes(m, n, shape) + 1024u <=
          (uint64_t)be->smem_optin;
 }
 
@@ -376,7 +363,7 @@ static kiln_cuda_matvec_shape mvq_shape(const kiln_cuda_backend *be, kiln_cuda_m
   } else if ((be->mvq_load == 0 && be->cc_major == 9) || be->mvq_load == 3) {
     s = mvq_bulk_shape(m, n);
     if (!s.warps && be->mvq_load == 3) s = (kiln_cuda_matvec_shape){8, 4, 4, 1, 2};
-    if (s.warps && !mvq_bulk_fits(be, m, n, &s, 1024u)) s.warps = 0;
+    if (s.warps && !mvq_bulk_fits(be, m, n, &s)) s.warps = 0;
   }
   if (s.warps) {
     if (s.stages)
@@ -417,11 +404,9 @@ static kiln_status mvq_launch_shape(kiln_cuda_backend *be, const kiln_node *node
                            "matvec_q with %u stages needs %llu bytes of shared memory a block, "
                            "the device allows %d ([%s] matvec_shape)",
                            shape->stages, (unsigned long long)smem, be->smem_optin, be->fl->name);
-  /* Always: the 48 KiB a block gets without asking counts its static
-   * shared memory too (norm = rms keeps x there: the output head's 47072
-   * bytes of stages then did not fit, H200, 2026-12-07). */
-  KILN_CU_CHECK(be->host, be->cu, node,
-                FuncSetAttribute(fn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, (int)smem));
+  if (smem > 48u * 1024u)
+    KILN_CU_CHECK(be->host, be->cu, node,
+                  FuncSetAttribute(fn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, (int)smem));
   int per_sm = 0;
   KILN_CU_CHECK(be->host, be->cu, node,
                 OccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, fn, (int)(32 * shape->warps),
@@ -449,89 +434,6 @@ static void mvq_label(const kiln_cuda_backend *be, const kiln_cuda_mvq_member *m
                      kiln_type_name(m[i].w_type), (long long)m[i].k, (long long)m[i].rows,
                      m[i].bias >= 0 ? " +bias" : "", m[i].staged ? " staged" : "");
   if (used > 0 && (size_t)used < size) snprintf(buf + used, size - (size_t)used, " [T=1]");
-}
-
-/* The RMS_NORM of whole rows just before `lead` (a matvec_q leader or
- * matrix alone, state ls) whose output lead reads, and whether the ADD
- * just before that feeds it; NULL where there is none. Only states this
- * backend prepared right before lead's (their serials) count: a node run
- * elsewhere (the cpu fallback) leaves an older plan's state in its slot,
- * whose node is gone. */
-static const kiln_node *norm_before(const kiln_cuda_backend *be, const kiln_node *lead,
-                                    const kiln_cuda_node_state *ls, bool *out_add) {
-  *out_add = false;
-  if (lead->id < 1 || (uint32_t)lead->id > be->n_states || ls->serial < 2) return NULL;
-  const kiln_cuda_node_state *ns = &be->states[lead->id - 1];
-  if (!ns->node || ns->serial != ls->serial - 1 || ns->snap.op != KILN_OP_RMS_NORM ||
-      ns->snap.dst != lead->src[1] || ns->rows_per_token != 1)
-    return NULL;
-  const kiln_node *norm = ns->node;
-  if (lead->id >= 2 && ls->serial >= 3) {
-    const kiln_cuda_node_state *as = &be->states[lead->id - 2];
-    *out_add = as->node && as->serial == ls->serial - 2 && as->snap.op == KILN_OP_ADD &&
-               norm->src[0] == as->snap.dst;
-  }
-  return norm;
-}
-
-/* [<plugin>] norm_matvec = fused: matvec_q of the members m[0..n-1] (lead
- * the first one's node) with the RMS_NORM before it as its prologue, in
- * *out (per_block: the grid), its profile kind in *out_kind; out->fn
- * stays NULL where there is no such norm or the block cannot hold it (the
- * shape's shared memory and x's, more than 32 values a thread). */
-static kiln_status prepare_mvq_norm(kiln_cuda_backend *be, const kiln_node *lead,
-                                    kiln_cuda_node_state *ls, const kiln_cuda_mvq_member *m,
-                                    uint32_t n, kiln_cuda_fn *out, uint32_t *out_kind) {
-  memset(out, 0, sizeof *out);
-  if (!be->fuse || !be->norm_matvec) return NULL;
-  bool add = false;
-  const kiln_node *norm = norm_before(be, lead, ls, &add);
-  if (!kiln_cuda_matvec_q_norm_node_ok(norm, m[0].k)) return NULL;
-  kiln_cuda_mvq_member mm[3];
-  memcpy(mm, m, n * sizeof *m);
-  kiln_cuda_matvec_shape shape = mvq_shape(be, mm, n);
-  /* Every block repeats the norm's reads (a, b, the weight: 12 bytes a
-   * value), so only a persistent grid, a few blocks an SM, takes it: a
-   * shape without stages (a block per set of rows, thousands of blocks for
-   * Q/K/V) takes the bulk shape matvec_load = bulk gives where none was
-   * measured, on a device that has bulk copies and unless matvec_shape or
-   * matvec_load chose otherwise. */
-  if (!shape.stages) {
-    if (be->mvq_forced.warps || be->cc_major < 9 || (be->mvq_load != 0 && be->mvq_load != 3))
-      return NULL;
-    shape = (kiln_cuda_matvec_shape){8, 4, 4, 1, 2};
-    for (uint32_t i = 0; i < n; i++) mm[i].staged = false;
-  }
-  /* x beside the stages (before the compile, which would be for nothing) */
-  if (!kiln_cuda_matvec_q_norm_fits(mm, n, &shape, be->act) ||
-      !mvq_bulk_fits(be, mm, n, &shape, 1024u + kiln_cuda_xq_col_bytes(m[0].k, be->act)))
-    return NULL;
-  kiln_kdesc *d = NULL;
-  KILN_RETURN_IF_ERROR(kiln_cuda_matvec_q_norm_describe(be->host, be->compiler, lead, mm, n, &shape,
-                                                        be->act, norm, add, &d));
-  kiln_cuda_fn f = {0};
-  KILN_RETURN_IF_ERROR(get_fn(be, d, lead, &f.fn));
-  f.block = 32 * shape.warps;
-  /* the stages and the block's static arrays (x among them) within what a
-   * block may have: else no fusion, add_rmsnorm stays */
-  int static_bytes = 0;
-  if (be->cu->FuncGetAttribute(&static_bytes, CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, f.fn) !=
-          CUDA_SUCCESS ||
-      !mvq_bulk_fits(be, mm, n, &shape, (uint64_t)static_bytes))
-    return NULL;
-  KILN_RETURN_IF_ERROR(mvq_launch_shape(be, lead, f.fn, mm, n, &shape, &f.per_block, &f.shared));
-  KILN_RETURN_IF_ERROR(norm_ticket_reserve(be, lead));
-  char label[sizeof be->prof.kinds[0].label];
-  const int k = snprintf(label, sizeof label, "%s+", add ? "add+rms_norm" : "rms_norm");
-  mvq_label(be, mm, n, &shape, label + k, sizeof label - (size_t)k);
-  uint64_t bytes = 0;
-  for (uint32_t i = 0; i < n; i++)
-    bytes += (uint64_t)kiln_type_row_bytes(mm[i].w_type, mm[i].k) * (uint64_t)mm[i].rows;
-  KILN_RETURN_IF_ERROR(kiln_cuda_prof_kind_of(be, label, bytes, 0, out_kind));
-  *out = f;
-  ls->norm_of = norm;
-  ls->norm_add = add;
-  return NULL;
 }
 
 /* node (a matvec_q matrix) joins the MUL_MAT just before it when that one
@@ -578,7 +480,7 @@ static kiln_status prepare_mvq_group(kiln_cuda_backend *be, const kiln_node *nod
   lead->n_group = n;
   lead->grid_group = grid;
   for (uint32_t i = 0; i < 3; i++) lead->group[i] = i < n ? nodes[i] : NULL;
-  return prepare_mvq_norm(be, nodes[0], lead, m, n, &lead->mvq_group_norm, &lead->prof_norm[1]);
+  return NULL;
 }
 
 /* activations = q16 / q8: matvec_q of this matrix, its quantize kernel,
@@ -613,8 +515,6 @@ static kiln_status prepare_mvq(kiln_cuda_backend *be, const kiln_node *node,
   KILN_RETURN_IF_ERROR(kiln_cuda_prof_kind_of(be, label, 0, 0, &ns->prof_fused[0]));
   mvq_label(be, &ns->mvq_self, 1, &shape, label, sizeof label);
   KILN_RETURN_IF_ERROR(kiln_cuda_prof_kind_of(be, label, node->src[0]->nbytes, 0, &ns->prof_fused[1]));
-  KILN_RETURN_IF_ERROR(
-      prepare_mvq_norm(be, node, ns, &ns->mvq_self, 1, &ns->mvq_norm, &ns->prof_norm[0]));
   return prepare_mvq_group(be, node, ns);
 }
 
@@ -736,9 +636,7 @@ kiln_status kiln_cuda_prepare(void *backend, const kiln_node *node) {
   kiln_cuda_node_state *ns = NULL;
   KILN_RETURN_IF_ERROR(state_slot(be, node, &ns));
   memset(ns, 0, sizeof *ns);
-  ns->serial = ++be->prep_serial;
   for (int i = 0; i < 3; i++) ns->prof_fused[i] = UINT32_MAX;
-  ns->prof_norm[0] = ns->prof_norm[1] = UINT32_MAX;
   const bool batched = be->fl->prefill == KILN_CUDA_PREFILL_BATCHED && capacity(node) > 1;
   kiln_kdesc *d = NULL;
   kiln_status st = NULL;

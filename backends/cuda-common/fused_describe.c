@@ -58,76 +58,6 @@ kiln_status kiln_cuda_matvec_q_describe(const kiln_host_api *host, kiln_kcompile
                                         const kiln_node *node, const kiln_cuda_mvq_member *m,
                                         uint32_t n_members, const kiln_cuda_matvec_shape *shape,
                                         kiln_cuda_quant q, kiln_kdesc **out_desc) {
-  return kiln_cuda_matvec_q_norm_describe(host, compiler, node, m, n_members, shape, q, NULL,
-                                          false, out_desc);
-}
-
-static uint32_t staged_srow_max(const kiln_cuda_mvq_member *m, uint32_t n_members) {
-  uint32_t srow = 0;
-  for (uint32_t i = 0; i < n_members; i++)
-    if (m[i].staged && staged_row_bytes(m[i].w_type) > srow) srow = staged_row_bytes(m[i].w_type);
-  return srow;
-}
-
-bool kiln_cuda_matvec_q_norm_fits(const kiln_cuda_mvq_member *m, uint32_t n_members,
-                                  const kiln_cuda_matvec_shape *shape, kiln_cuda_quant q) {
-  if (shape->warps < 1 || (m[0].k + 32 * (int64_t)shape->warps - 1) / (32 * (int64_t)shape->warps) > 32)
-    return false;
-  /* a block's static shared memory, at most 48 KiB: x, the staged rows,
-   * and 1 KiB for the small arrays (the k-split's sums, the bulk
-   * barriers, the norm's block sum) */
-  const uint32_t srow = staged_srow_max(m, n_members);
-  return (uint64_t)shape->warps * shape->rows_per_group * srow + kiln_cuda_xq_col_bytes(m[0].k, q) +
-             1024u <=
-         48u * 1024u;
-}
-
-/* norm = rms's two asks of the RMS_NORM node: whole rows of k values, and
- * a weight of a type kiln_rmsnorm_w reads. */
-static bool norm_rows_ok(const kiln_node *norm, int64_t k) {
-  return norm && norm->op == KILN_OP_RMS_NORM && norm->src[0] && norm->src[1] &&
-         norm->src[1]->ne[0] == k && norm->src[0]->ne[0] == k;
-}
-
-static bool norm_weight_ok(kiln_type t) {
-  return t == KILN_TYPE_F32 || t == KILN_TYPE_F16 || t == KILN_TYPE_BF16;
-}
-
-bool kiln_cuda_matvec_q_norm_node_ok(const kiln_node *norm, int64_t k) {
-  return norm_rows_ok(norm, k) && norm_weight_ok(norm->src[1]->type);
-}
-
-/* What norm = rms asks of the RMS_NORM node and the launch shape. */
-static kiln_status check_norm(const kiln_host_api *host, const kiln_node *node,
-                              const kiln_node *norm, const kiln_cuda_mvq_member *m,
-                              uint32_t n_members, const kiln_cuda_matvec_shape *shape,
-                              kiln_cuda_quant q) {
-  KILN_RETURN_IF_ERROR(kiln_cuda_node_check(host, norm));
-  if (!norm_rows_ok(norm, m[0].k))
-    return kiln_node_error(host, KILN_STATUS_INVALID_ARGUMENT, node,
-                           "a matvec_q with the norm folded in needs an rms_norm of whole rows of "
-                           "its k (%lld) values ('%.*s')",
-                           (long long)m[0].k, KILN_NAME_MAX, norm->name);
-  if (!norm_weight_ok(norm->src[1]->type))
-    return kiln_node_error(host, KILN_STATUS_INVALID_ARGUMENT, node,
-                           "the norm weight of '%.*s' is %s (F32, F16 or BF16)", KILN_NAME_MAX,
-                           norm->name, kiln_type_name(norm->src[1]->type));
-  if (!kiln_cuda_matvec_q_norm_fits(m, n_members, shape, q))
-    return kiln_node_error(host, KILN_STATUS_INVALID_ARGUMENT, node,
-                           "matvec_q with the norm folded in: a row of %lld values is more than "
-                           "32 a thread for %u warps, or the staged rows (%u bytes a row), "
-                           "x's %llu bytes and 1 KiB exceed 48 KiB of shared memory",
-                           (long long)m[0].k, shape->warps, staged_srow_max(m, n_members),
-                           (unsigned long long)kiln_cuda_xq_col_bytes(m[0].k, q));
-  return NULL;
-}
-
-kiln_status kiln_cuda_matvec_q_norm_describe(const kiln_host_api *host, kiln_kcompiler *compiler,
-                                             const kiln_node *node, const kiln_cuda_mvq_member *m,
-                                             uint32_t n_members,
-                                             const kiln_cuda_matvec_shape *shape,
-                                             kiln_cuda_quant q, const kiln_node *norm, bool add,
-                                             kiln_kdesc **out_desc) {
   KILN_RETURN_IF_ERROR(kiln_cuda_node_check(host, node));
   if (!kiln_cuda_matvec_q_ok(node))
     return kiln_node_error(host, KILN_STATUS_INVALID_ARGUMENT, node,
@@ -166,7 +96,9 @@ kiln_status kiln_cuda_matvec_q_norm_describe(const kiln_host_api *host, kiln_kco
                              i, kiln_type_name(m[i].w_type), (long long)m[i].k,
                              (long long)m[i].rows, (long long)m[0].k);
   }
-  const uint32_t srow = staged_srow_max(m, n_members);
+  uint32_t srow = 0;
+  for (uint32_t i = 0; i < n_members; i++)
+    if (m[i].staged && staged_row_bytes(m[i].w_type) > srow) srow = staged_row_bytes(m[i].w_type);
   if (srow && shape->stages)
     return kiln_node_error(host, KILN_STATUS_INVALID_ARGUMENT, node,
                            "matvec_q with %u stages reads every matrix directly (none staged)",
@@ -178,7 +110,6 @@ kiln_status kiln_cuda_matvec_q_norm_describe(const kiln_host_api *host, kiln_kco
                              "shared memory",
                              shape->warps, shape->rows_per_group, srow);
   }
-  if (norm) KILN_RETURN_IF_ERROR(check_norm(host, node, norm, m, n_members, shape, q));
   kiln_kdesc *d = NULL;
   KILN_RETURN_IF_ERROR(host->kdesc_new(compiler, KILN_CUDA_T_MATVEC_Q, &d));
   kiln_status st = host->kdesc_set_str(d, "quant", kiln_cuda_quant_name(q));
@@ -202,12 +133,6 @@ kiln_status kiln_cuda_matvec_q_norm_describe(const kiln_host_api *host, kiln_kco
                                                       : "none");
     if (!st) st = host->kdesc_set_str(d, load_p[i], here && m[i].staged ? "staged" : "direct");
   }
-  /* norm = none: the prologue's parameters at fixed values, so that one
-   * kernel has one key */
-  if (!st) st = host->kdesc_set_str(d, "norm", norm ? "rms" : "none");
-  if (!st) st = host->kdesc_set_i64(d, "add", norm && add ? 1 : 0);
-  if (!st) st = host->kdesc_set_f32(d, "eps", norm ? norm->p.rms_norm.eps : 0.0f);
-  if (!st) st = host->kdesc_set_dtype(d, "w_type", norm ? norm->src[1]->type : KILN_TYPE_F32);
   return kiln_cuda_describe_finish(host, st, d, node, out_desc);
 }
 

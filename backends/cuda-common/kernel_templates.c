@@ -701,7 +701,6 @@ static const char matvec_q_source[] =
 #include "grid_dep.cuh.inc"
 #include "quant_mode.cuh.inc"
 #include "act_quant.cuh.inc"
-#include "rmsnorm_common.cuh.inc"
 #include "matvec_q_prims.cuh.inc"
 #include "matvec_q_types.cuh.inc"
 #include "matvec_q_stage.cuh.inc"
@@ -737,17 +736,6 @@ static const kiln_kparam_decl matvec_q_params[] = {
     MVQ_MATRIX_PARAMS(0),
     MVQ_MATRIX_PARAMS(1),
     MVQ_MATRIX_PARAMS(2),
-    {"norm", KILN_KPARAM_STR, KILN_KPARAM_BAKED,
-     "rms: the RMSNorm that makes x is the kernel's prologue (a step of one token, n_cols 1: "
-     "each block norms and quantizes the row itself, in shared memory); none: x is the "
-     "quantized scratch"},
-    {"add", KILN_KPARAM_I64, KILN_KPARAM_BAKED,
-     "norm = rms: 1 normalizes a + b (the residual ADD folded in, its sum written), 0 a "
-     "(0 with norm = none)"},
-    {"eps", KILN_KPARAM_F32, KILN_KPARAM_BAKED,
-     "norm = rms: the RMS_NORM node's epsilon, bit-exact from the GGUF (0 with norm = none)"},
-    {"w_type", KILN_KPARAM_DTYPE, KILN_KPARAM_BAKED,
-     "norm = rms: the norm weight's type, F32|F16|BF16 (F32 with norm = none)"},
     {"w0", KILN_KPARAM_PTR, KILN_KPARAM_RUNTIME, "matrix 0's weight (no padding)"},
     {"w1", KILN_KPARAM_PTR, KILN_KPARAM_RUNTIME, "matrix 1's weight, or unused"},
     {"w2", KILN_KPARAM_PTR, KILN_KPARAM_RUNTIME, "matrix 2's weight, or unused"},
@@ -758,26 +746,18 @@ static const kiln_kparam_decl matvec_q_params[] = {
     {"y1", KILN_KPARAM_PTR, KILN_KPARAM_RUNTIME, "matrix 1's output, or unused"},
     {"y2", KILN_KPARAM_PTR, KILN_KPARAM_RUNTIME, "matrix 2's output, or unused"},
     {"xq", KILN_KPARAM_PTR, KILN_KPARAM_RUNTIME, "the quantized input columns"},
-    {"n_cols", KILN_KPARAM_I32, KILN_KPARAM_RUNTIME, "columns (tokens) in this launch (1 with norm = rms)"},
-    {"a", KILN_KPARAM_PTR, KILN_KPARAM_RUNTIME, "norm = rms: the f32 row normed (or a + b), else unused"},
-    {"b", KILN_KPARAM_PTR, KILN_KPARAM_RUNTIME, "norm = rms, add = 1: the f32 row added to a"},
-    {"sum", KILN_KPARAM_PTR, KILN_KPARAM_RUNTIME, "add = 1: a + b, the ADD's output (may be a or b)"},
-    {"w", KILN_KPARAM_PTR, KILN_KPARAM_RUNTIME, "norm = rms: the norm weight, k values of w_type"},
-    {"y", KILN_KPARAM_PTR, KILN_KPARAM_RUNTIME, "norm = rms: the normed row, f32 (the RMS_NORM's output)"},
-    {"ticket", KILN_KPARAM_PTR, KILN_KPARAM_RUNTIME,
-     "norm = rms: a u32 counter that is 0 (the last block sets it back to 0)"},
+    {"n_cols", KILN_KPARAM_I32, KILN_KPARAM_RUNTIME, "columns (tokens) in this launch"},
 };
 
 static const kiln_ktemplate matvec_q = {
     .name = KILN_CUDA_T_MATVEC_Q,
-    .version = 4,
+    .version = 3,
     .entry = "kiln_matvec_q",
     .source = matvec_q_source,
     .params = matvec_q_params,
     .n_params = sizeof matvec_q_params / sizeof matvec_q_params[0],
     .help = "MUL_MAT for decode, activations q16/q8: dp4a dot products of block weights with "
-            "quantized x, up to three matrices sharing x in one launch, biases fused, the "
-            "RMSNorm (and residual ADD) before it as a prologue (norm = rms)",
+            "quantized x, up to three matrices sharing x in one launch, biases fused",
 };
 
 static const char add_rmsnorm_source[] =

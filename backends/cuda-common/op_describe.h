@@ -348,44 +348,13 @@ kiln_cuda_mvq_member kiln_cuda_mvq_member_of(const kiln_node *node);
  * groups_per_block)), n_cols), or with stages > 0 (x from 1 to that sum:
  * the blocks are persistent) and kiln_cuda_mvq_stage_bytes x stages of
  * dynamic shared memory; block 32 * warps; arguments (w0, w1, w2, b0, b1,
- * b2, y0, y1, y2, xq, n_cols, a, b, sum, w, y, ticket), unused
- * matrices' pointers 0 and the last six 0 (norm = none).
+ * b2, y0, y1, y2, xq, n_cols), unused matrices' pointers 0.
  * KILN_STATUS_INVALID_ARGUMENT for a shape out of range, stages with a
  * staged member or groups_per_block > 1. */
 kiln_status kiln_cuda_matvec_q_describe(const kiln_host_api *host, kiln_kcompiler *compiler,
                                         const kiln_node *node, const kiln_cuda_mvq_member *m,
                                         uint32_t n_members, const kiln_cuda_matvec_shape *shape,
                                         kiln_cuda_quant q, kiln_kdesc **out_desc);
-
-/* As kiln_cuda_matvec_q_describe, with norm = rms: `norm` (an RMS_NORM
- * of whole rows of k values, the members' input its output) is the
- * kernel's prologue, with the ADD that feeds it folded in when `add`
- * (matvec_q.cu.tmpl, kiln_mq_norm); its eps and weight type are baked from
- * the node. For steps of one token (n_cols 1); the arguments go on with
- * (a, b, sum, w, y, ticket), and the block's shared memory holds its
- * quantized x (kiln_cuda_xq_col_bytes(k, q)) besides. norm NULL is
- * kiln_cuda_matvec_q_describe. KILN_STATUS_INVALID_ARGUMENT as that, and
- * for a norm that is not one of whole rows of k values, a weight type
- * other than F32, F16 or BF16, more than 32 values of the row a thread (k
- * > 1024 x warps), or a block whose static shared memory (x, staged
- * rows, 1 KiB) passes 48 KiB. */
-/* Whether matvec_q of that shape can take the norm as its prologue: at
- * most 32 values of a row of k a thread, and the block's static shared
- * memory (x's, staged rows', 1 KiB for the rest) within 48 KiB. */
-bool kiln_cuda_matvec_q_norm_fits(const kiln_cuda_mvq_member *m, uint32_t n_members,
-                                  const kiln_cuda_matvec_shape *shape, kiln_cuda_quant q);
-
-/* Whether `norm` is an RMS_NORM that norm = rms can take as the prologue
- * of a matvec_q of row length k: whole rows of k values, an F32, F16 or
- * BF16 weight (what kiln_cuda_matvec_q_norm_describe refuses otherwise). */
-bool kiln_cuda_matvec_q_norm_node_ok(const kiln_node *norm, int64_t k);
-
-kiln_status kiln_cuda_matvec_q_norm_describe(const kiln_host_api *host, kiln_kcompiler *compiler,
-                                             const kiln_node *node, const kiln_cuda_mvq_member *m,
-                                             uint32_t n_members,
-                                             const kiln_cuda_matvec_shape *shape,
-                                             kiln_cuda_quant q, const kiln_node *norm, bool add,
-                                             kiln_kdesc **out_desc);
 
 /* Bytes of one stage of matvec_q with stages > 0 (matvec_q.cu.tmpl's
  * KILN_MB_STAGE): a set of warps / k_split * rows_per_group rows of the

@@ -15,10 +15,7 @@
  *     as one launch, SwiGLU + quantizing, the down projection in Q5_K) against the
  *     same step with fuse = false and against f64: every output the same
  *     within 1e-5 of the unfused step, and within the mode's tolerance of
- *     f64; the ADD's sum bit-exact; the same with norm_matvec = fused
- *     (the ADD and the RMSNorm as the Q/K/V launch's prologue, the
- *     persistent grid's too), and all of it again with the sum written
- *     over x;
+ *     f64; the ADD's sum bit-exact;
  *   - a layer's RoPE of Q and K and its two cache stores as one step
  *     (rope_store: NEOX with a partial rotation, so dimensions pass
  *     through, at position 37 of a cache of 40 whose other positions hold
@@ -37,10 +34,8 @@
 #include <string.h>
 
 #include <cmocka.h>
-#include <errno.h>
 
 #include "gpu_common.h"
-#include "kiln/log.h"
 #include "testutil.h"
 
 static const kiln_type block_types[] = {KILN_TYPE_Q4_0, KILN_TYPE_Q5_0, KILN_TYPE_Q8_0,
@@ -302,98 +297,38 @@ static void reference(const layer *l, double *const *ref) {
   free(wd);
 }
 
-/* The variants of test_fused_layer: unfused, fused, fused with
- * matvec_load = bulk (every matvec_q through the persistent bulk-copy
- * grid, the group launches too), and both fused ones with norm_matvec =
- * fused (the ADD and the RMSNorm as the Q/K/V launch's prologue). */
-#define N_VARIANTS 5
-static const char *const variant_name[N_VARIANTS] = {"unfused", "fused", "fused bulk",
-                                                     "norm fused", "norm bulk"};
-
-/* stderr captured, at log level info (the profile table is an info line). */
-typedef struct stderr_capture {
-  kt_stderr cap;
-  kiln_log_level level;
-} stderr_capture;
-
-static void capture_stderr(stderr_capture *c) {
-  if (!kt_stderr_begin(&c->cap)) fail_msg("capturing stderr: %s", strerror(errno));
-  c->level = kiln_log_get_level();
-  kiln_log_set_level(KILN_LOG_INFO);
-}
-
-/* Ends the capture; the text it caught, echoed to stderr (malloc'd). */
-static char *release_stderr(stderr_capture *c) {
-  char *text = kt_stderr_end(&c->cap);
-  kiln_log_set_level(c->level);
-  if (!text) fail_msg("reading back the captured stderr");
-  fputs(text, stderr);
-  return text;
-}
-
-/* The layer in every variant; in_place: the ADD's sum overwrites x (its
- * first input), as a decode graph's residual may, so the norm prologue's
- * last block writes it while the others have read x. */
-static void fused_layer(bool in_place) {
+/* The layer unfused, fused, and fused with matvec_load = bulk (every
+ * matvec_q through the persistent bulk-copy grid, the group launches
+ * too). */
+static void test_fused_layer(void **state) {
   layer l;
   build_layer(&l);
-  if (in_place) {
-    l.g.nodes[0].dst = &l.g.t[T_X];
-    l.g.nodes[1].src[0] = &l.g.t[T_X];
-  }
-  const int out_ids[N_OUTS] = {in_place ? T_X : T_SUM, T_H, T_Q, T_K, T_V, T_S, T_D};
   double *ref[N_OUTS];
-  float *got[N_VARIANTS][N_OUTS];
+  float *got[3][N_OUTS];
   for (size_t i = 0; i < N_OUTS; i++) {
     ref[i] = kg_alloc((size_t)l.g.t[outs[i]].ne[0] * sizeof(double));
-    for (int f = 0; f < N_VARIANTS; f++) got[f][i] = kg_alloc(l.g.t[outs[i]].nbytes);
+    for (int f = 0; f < 3; f++) got[f][i] = kg_alloc(l.g.t[outs[i]].nbytes);
   }
   reference(&l, ref);
   int bad = 0;
   for (int mode = 0; mode < KG_N_MODES; mode++)
     for (int b = 0; b < KG_N_BACKENDS; b++) {
-      for (int v = 0; v < N_VARIANTS; v++) {
+      for (int v = 0; v < 3; v++) {
         const int fuse = v > 0;
-        kiln_config_override extra[4];
-        size_t n_extra = 0;
-        if (v == 2 || v == 4)
-          extra[n_extra++] = (kiln_config_override){kg_backends[b], "matvec_load", "bulk", "test"};
-        /* the variants say which norm they take: the default may change */
-        extra[n_extra++] = (kiln_config_override){kg_backends[b], "norm_matvec",
-                                                  v >= 3 ? "fused" : "kernel", "test"};
-        if (v >= 3) {
-          extra[n_extra++] = (kiln_config_override){kg_backends[b], "profile", "true", "test"};
-        }
-        /* norm_matvec = fused with quantized activations must have run its
-         * kernel, not fallen back to add_rmsnorm: the profile table that
-         * the backend logs at close names it */
-        const bool want_norm = v >= 3 && strcmp(kg_modes[mode], "f32") != 0;
-        stderr_capture cap = {0};
-        if (v >= 3) capture_stderr(&cap);
-        kiln_runtime *rt = kg_runtime_mode(kg_modes[mode], fuse, extra, n_extra);
+        kiln_config_override bulk = {kg_backends[b], "matvec_load", "bulk", "test"};
+        kiln_runtime *rt = kg_runtime_mode(kg_modes[mode], fuse, v == 2 ? &bulk : NULL, v == 2);
         kiln_backend *be = kg_backend_open(rt, kg_backends[b]);
-        kiln_status st =
-            kg_run_graph(be, &l.g, 1, 0, out_ids, (int)N_OUTS, (void *const *)got[v]);
-        kiln_backend_close(be);
-        kiln_runtime_free(rt);
-        char *log = v >= 3 ? release_stderr(&cap) : NULL;
+        kiln_status st = kg_run_graph(be, &l.g, 1, 0, outs, (int)N_OUTS, (void *const *)got[v]);
         if (st) {
-          printf("  FAIL %-12s %-3s %s: %s\n", kg_backends[b], kg_modes[mode], variant_name[v],
-                 kiln_status_message(st));
+          printf("  FAIL %-12s %-3s %s: %s\n", kg_backends[b], kg_modes[mode],
+                 v == 0 ? "unfused" : v == 1 ? "fused" : "fused bulk", kiln_status_message(st));
           kiln_status_free(st);
           bad++;
-        } else if (want_norm) {
-          const char *ran = log ? strstr(log, "add+rms_norm+matvec_") : NULL;
-          const char *eol = ran ? strchr(ran, '\n') : NULL;
-          printf("  %-12s %-3s %-10s%s profile: %.*s%s\n", kg_backends[b], kg_modes[mode],
-                 variant_name[v], in_place ? " in place" : "",
-                 ran ? (int)(eol ? eol - ran : (ptrdiff_t)strlen(ran)) : 0, ran ? ran : "",
-                 ran ? "" : "no add+rms_norm+matvec_ launch  FAIL");
-          bad += !ran;
         }
-        free(log);
+        kiln_backend_close(be);
+        kiln_runtime_free(rt);
       }
-      for (int v = 1; v < N_VARIANTS; v++)
+      for (int v = 1; v < 3; v++)
         for (size_t i = 0; i < N_OUTS; i++) {
           const kiln_tensor *t = &l.g.t[outs[i]];
           kg_metrics vs_ref = kg_compare_f64(got[v][i], ref[i], t->ne[0]);
@@ -402,32 +337,18 @@ static void fused_layer(bool in_place) {
           const double tol = i < 2 || i == 5 ? 1e-6 : kg_mode_tol[mode];
           bool ok = kg_close(&vs_ref, tol) && kg_close(&vs_unfused, 1e-5);
           if (i == 0 && memcmp(got[0][i], got[v][i], t->nbytes / (size_t)t->ne[1]) != 0) ok = false;
-          printf("  %-12s %-3s %-13s %-10s%s vs f64 rel L2 %.2e |ratio-1| %.2e, vs unfused "
-                 "%.2e%s\n",
-                 kg_backends[b], kg_modes[mode], t->name, variant_name[v],
-                 in_place ? " in place" : "", vs_ref.rel_l2, fabs(vs_ref.norm_ratio - 1),
-                 vs_unfused.rel_l2, ok ? "" : "  FAIL");
+          printf("  %-12s %-3s %-13s %s vs f64 rel L2 %.2e |ratio-1| %.2e, vs unfused %.2e%s\n",
+                 kg_backends[b], kg_modes[mode], t->name, v == 1 ? "fused     " : "fused bulk",
+                 vs_ref.rel_l2, fabs(vs_ref.norm_ratio - 1), vs_unfused.rel_l2, ok ? "" : "  FAIL");
           bad += !ok;
         }
     }
   for (size_t i = 0; i < N_OUTS; i++) {
     free(ref[i]);
-    for (int f = 0; f < N_VARIANTS; f++) free(got[f][i]);
+    for (int f = 0; f < 3; f++) free(got[f][i]);
   }
   for (int i = 0; i < N_T; i++) free(l.host[i]);
   assert_int_equal(bad, 0);
-}
-
-static void test_fused_layer(void **state) {
-  (void)state;
-  fused_layer(false);
-}
-
-/* The residual's sum written over x: the norm prologue's ticket is what
- * keeps a block from reading an x another block has already overwritten. */
-static void test_fused_layer_in_place(void **state) {
-  (void)state;
-  fused_layer(true);
 }
 
 enum { R_Q, R_QO, R_K, R_KO, R_KC, R_V, R_VC, N_R };
@@ -514,7 +435,6 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_matvec_q_every_type),
       cmocka_unit_test(test_fused_layer),
-      cmocka_unit_test(test_fused_layer_in_place),
       cmocka_unit_test(test_fused_rope_store),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

@@ -81,9 +81,7 @@ tests_unit_test_kcache_guard_drop_LDADD = backends/cuda-common/libkilncudacommon
 # merge's quant and k (its quantized output's mode and column length:
 # matvec_q bakes both too, and would go red first), and
 # the KV cache's type (kv_type) in each of store_kv, attention,
-# attention_split and rope_store alone, and matvec_q's RMSNorm prologue:
-# its norm, and its ε in matvec_q alone (add_rmsnorm and the rmsnorm
-# kernels bake ε too, and would go red first).
+# attention_split and rope_store alone.
 # And every baked parameter of the flash prefill attention (head_dim,
 # n_head, n_head_kv, the scale, bq, bk, warps, kv_type), each in
 # flash_attention alone: its source depends on each of them.
@@ -108,7 +106,6 @@ kcache_guard_drop_more = tests/unit/test_kcache_guard_drop_l2_eps tests/unit/tes
 	tests/unit/test_kcache_guard_drop_k_merge tests/unit/test_kcache_guard_drop_kv_store \
 	tests/unit/test_kcache_guard_drop_kv_attention tests/unit/test_kcache_guard_drop_kv_split \
 	tests/unit/test_kcache_guard_drop_kv_rope_store \
-	tests/unit/test_kcache_guard_drop_norm tests/unit/test_kcache_guard_drop_eps_matvec_q \
 	$(kcache_guard_drop_flash) $(kcache_guard_drop_mmq)
 check_PROGRAMS += $(kcache_guard_drop_more)
 TESTS += $(kcache_guard_drop_more)
@@ -149,16 +146,6 @@ tests_unit_test_kcache_guard_drop_operand_SOURCES = $(kcache_guard_drop_sources)
 tests_unit_test_kcache_guard_drop_operand_CPPFLAGS = $(kcache_cuda_cppflags) -DKILN_KCACHE_TEST_DROP_PARAM='"operand"'
 tests_unit_test_kcache_guard_drop_operand_CFLAGS = $(kcache_guard_drop_cflags)
 tests_unit_test_kcache_guard_drop_operand_LDADD = $(kcache_guard_drop_libs)
-# matvec_q's RMSNorm prologue (norm_matvec = fused): norm, and ε there alone.
-tests_unit_test_kcache_guard_drop_norm_SOURCES = $(kcache_guard_drop_sources)
-tests_unit_test_kcache_guard_drop_norm_CPPFLAGS = $(kcache_cuda_cppflags) -DKILN_KCACHE_TEST_DROP_PARAM='"norm"'
-tests_unit_test_kcache_guard_drop_norm_CFLAGS = $(kcache_guard_drop_cflags)
-tests_unit_test_kcache_guard_drop_norm_LDADD = $(kcache_guard_drop_libs)
-tests_unit_test_kcache_guard_drop_eps_matvec_q_SOURCES = $(kcache_guard_drop_sources)
-tests_unit_test_kcache_guard_drop_eps_matvec_q_CPPFLAGS = $(kcache_cuda_cppflags) -DKILN_KCACHE_TEST_DROP_PARAM='"eps"' \
-	-DKILN_KCACHE_TEST_DROP_TEMPLATE='"matvec_q"'
-tests_unit_test_kcache_guard_drop_eps_matvec_q_CFLAGS = $(kcache_guard_drop_cflags)
-tests_unit_test_kcache_guard_drop_eps_matvec_q_LDADD = $(kcache_guard_drop_libs)
 # The FP8 GEMM's baked scale (fp8_max), in each of its two templates alone.
 tests_unit_test_kcache_guard_drop_fp8_rows_SOURCES = $(kcache_guard_drop_sources)
 tests_unit_test_kcache_guard_drop_fp8_rows_CPPFLAGS = $(kcache_cuda_cppflags) -DKILN_KCACHE_TEST_DROP_PARAM='"fp8_max"' \

@@ -205,19 +205,6 @@ static void compile_fused(kiln_kcompiler *c, nodes *g, const char *arch) {
   }
 }
 
-/* A norm_describe with a norm whose row is not the matrix's: refused
- * with an error that names the norm. */
-static void st_other_norm(const kiln_host_api *h, kiln_kcompiler *c, nodes *g,
-                          const kiln_cuda_mvq_member *one, const kiln_cuda_matvec_shape *shape,
-                          kiln_cuda_quant q, const kiln_node *norm) {
-  kiln_kdesc *d = NULL;
-  kiln_status st =
-      kiln_cuda_matvec_q_norm_describe(h, c, &g->mm_q, one, 1, shape, q, norm, true, &d);
-  assert_non_null(st);
-  assert_non_null(strstr(kiln_status_message(st), norm->name));
-  kiln_status_free(st);
-}
-
 /* matvec_q for a block type: alone (with and without a bias), in both
  * widths and the flavors' shapes, and as the middle of a group whose
  * other matrices have other block types. */
@@ -266,35 +253,6 @@ static void compile_matvec_q(kiln_kcompiler *c, nodes *g, const char *arch) {
     check_kernel(d, &g->mm_q, arch);
     KT_ASSERT_OK(kiln_cuda_matvec_q_describe(h, c, &g->mm_q, &m[2], 1, &bulk[2], qs[qi], &d));
     check_kernel(d, &g->mm_q, arch);
-    /* norm_matvec = fused: the RMSNorm (with and without the residual
-     * ADD) as the prologue of the group in a staged and a bulk shape and
-     * of the matrix alone; g->rms_norm makes mm_q's input */
-    if (kiln_cuda_matvec_q_norm_fits(m, 3, &mv[3], qs[qi])) {
-      m[0].staged = m[2].staged = true;
-      KT_ASSERT_OK(kiln_cuda_matvec_q_norm_describe(h, c, &g->mm_q, m, 3, &mv[3], qs[qi],
-                                                    &g->rms_norm, true, &d));
-      check_kernel(d, &g->mm_q, arch);
-      m[0].staged = m[2].staged = false;
-    }
-    if (kiln_cuda_matvec_q_norm_fits(m, 3, &bulk[0], qs[qi])) {
-      KT_ASSERT_OK(kiln_cuda_matvec_q_norm_describe(h, c, &g->mm_q, m, 3, &bulk[0], qs[qi],
-                                                    &g->rms_norm, false, &d));
-      check_kernel(d, &g->mm_q, arch);
-    }
-    {
-      kiln_cuda_mvq_member one = kiln_cuda_mvq_member_of(&g->mm_q);
-      if (kiln_cuda_matvec_q_norm_fits(&one, 1, &mv[0], qs[qi])) {
-        KT_ASSERT_OK(kiln_cuda_matvec_q_norm_describe(h, c, &g->mm_q, &one, 1, &mv[0], qs[qi],
-                                                      &g->rms_norm, true, &d));
-        check_kernel(d, &g->mm_q, arch);
-      }
-      /* a norm of another row length is refused, naming the norm */
-      kiln_node other = g->rms_norm;
-      kiln_tensor ow = *other.src[1];
-      ow.ne[0] = one.k + 32;
-      other.src[1] = &ow;
-      st_other_norm(h, c, g, &one, &mv[0], qs[qi], &other);
-    }
     /* stages with a staged matrix, or several sets of rows a block: refused */
     m[0].staged = true;
     kiln_status st = kiln_cuda_matvec_q_describe(h, c, &g->mm_q, m, 3, &bulk[0], qs[qi], &d);

@@ -18,8 +18,7 @@
  * attention_split and rope_store, every baked parameter of the integer
  * tensor-core prefill GEMM (mmq: mmq_type, quant, k, tile_m, tile_n, warps,
  * prefetch)
- * in mmq alone, and matvec_q's RMSNorm prologue (norm, and its ε in
- * matvec_q alone) — where it must fail (XFAIL), proving the guard goes red
+ * in mmq alone — where it must fail (XFAIL), proving the guard goes red
  * for each. */
 #include "config.h"
 
@@ -91,9 +90,6 @@ static const sample samples[] = {
     {"load1", KILN_KPARAM_STR, {0, 0}, {"direct", "staged"}},
     {"load2", KILN_KPARAM_STR, {0, 0}, {"direct", "staged"}},
     {"stages", KILN_KPARAM_I64, {0, 2}, {NULL, NULL}},
-    /* matvec_q: the RMSNorm prologue first, so that its eps, w_type and
-     * add (shared with add_rmsnorm) are compiled in where they are flipped */
-    {"norm", KILN_KPARAM_STR, {0, 0}, {"rms", "none"}},
     {"bias0", KILN_KPARAM_STR, {0, 0}, {"F32", "none"}},
     {"bias1", KILN_KPARAM_STR, {0, 0}, {"F16", "none"}},
     {"bias2", KILN_KPARAM_STR, {0, 0}, {"BF16", "none"}},
@@ -299,23 +295,11 @@ static int param_index(const kiln_ktemplate *t, const char *name) {
   return -1;
 }
 
-/* A random combination the template would refuse (or no describe makes)
- * made one it takes: matvec_q's bulk-copy stages need every load direct
- * and one set of rows a block (samples v[0]), so a combination with a
- * staged load or two sets keeps stages 0. */
+/* A random combination the template would refuse made one it takes:
+ * matvec_q's bulk-copy stages need every load direct and one set of rows
+ * a block (samples v[0]), so a combination with a staged load or two sets
+ * keeps stages 0. */
 static void make_valid(const kiln_ktemplate *t, int *choice) {
-  /* matvec_q with norm = none (v[1]) compiles no prologue: its describe
-   * gives the prologue's parameters one value each (0, 0, F32), so a
-   * descriptor that differs from another only there is none describe
-   * makes; here they take the samples' first values instead */
-  const int norm = param_index(t, "norm");
-  if (norm >= 0 && choice[norm]) {
-    static const char *const unused[] = {"add", "eps", "w_type"};
-    for (size_t i = 0; i < sizeof unused / sizeof unused[0]; i++) {
-      const int j = param_index(t, unused[i]);
-      if (j >= 0) choice[j] = 0;
-    }
-  }
   const int st = param_index(t, "stages");
   if (st < 0 || !choice[st]) return;
   static const char *const conflicts[] = {"load0", "load1", "load2", "groups_per_block"};

@@ -23,8 +23,7 @@
 #            ChatML prompt of the decode issue, kiln qa (the stories260K
 #            golden set) on every CUDA backend (QA=0: not), llama-bench (fa 0 and 1) and
 #            `kiln bench` on the three CUDA backends on that one file, and
-#            tools/device/norm-ab.sh (norm_matvec = kernel against fused;
-#            NORM_AB=0: not), `kiln bench` on cuda-batched with profile = true, once with
+#            `kiln bench` on cuda-batched with profile = true, once with
 #            graph = false (the per-node table) and once with graph = true
 #            (BENCH=0: none of these). WHILE_PEER="cmd" runs cmd in the
 #            build tree between tracks B and A (the GPU is idle while
@@ -147,11 +146,6 @@ else
   say "side by side: llama-bench and kiln bench on $(du -h $M | cut -f1) ($(left) s left)"
   OUT=$work PEER_STEPS=bench bash .peer/on-device-peer.sh > "$out/bench.log" 2>&1
   grep -E '^\| |-- kiln|error' "$out/bench.log" | tee -a "$summary"
-  if [ "${NORM_AB:-1}" = 1 ] && [ "$(left)" -gt 120 ]; then
-    say "norm_matvec = kernel against fused, tg128 alternated (tools/device/norm-ab.sh)"
-    (cd $B && OUT=$work timeout $(( $(left) - 60 )) bash "$root/tools/device/norm-ab.sh") > "$out/norm-ab.log" 2>&1
-    grep -E '^(--|\| qwen|golden|==)' "$out/norm-ab.log" | tee -a "$summary"
-  fi
   for g in false true; do
     [ "$(left)" -lt 60 ] && { say "$(left) s left: profile graph = $g skipped"; continue; }
     printf '[general]\nlog_level = info\n[cuda-batched]\nprofile = true\ngraph = %s\n' $g > "$work/prof.ini"

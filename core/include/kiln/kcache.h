@@ -188,9 +188,7 @@ typedef struct kiln_ktemplate {
   const char *help;     /* one line: what the kernel does; may be NULL */
 } kiln_ktemplate;
 
-/* matvec_q, the widest, declares 40: three matrices, its launch shape and
- * the RMSNorm prologue (backends/cuda-common/kernel_templates.c) */
-#define KILN_KTEMPLATE_MAX_PARAMS 48
+#define KILN_KTEMPLATE_MAX_PARAMS 32
 
 /* What a compile hook returns. */
 typedef enum kiln_kimage_kind {
