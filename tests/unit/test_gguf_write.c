@@ -157,6 +157,9 @@ static void test_every_kv_type_round_trips(void **state) {
   KT_ASSERT_OK(kiln_gguf_get_strv(g, "t.nul", &nul));
   assert_int_equal(nul.len, 3);
   assert_memory_equal(nul.ptr, "a\0b", 3);
+  /* a key read as text refuses the NUL inside (get_text, get_str) */
+  KT_ASSERT_ERR(kiln_gguf_get_text(g, "t.nul", &nul), KILN_STATUS_MALFORMED, "holds a NUL byte");
+  KT_ASSERT_ERR(kiln_gguf_get_str(g, "t.nul", s, sizeof s), KILN_STATUS_MALFORMED, "t.nul");
   uint32_t u32;
   KT_ASSERT_OK(kiln_gguf_get_u32(g, "t.u16", &u32));
   assert_int_equal(u32, 60000);

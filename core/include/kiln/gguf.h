@@ -141,10 +141,12 @@ const kiln_gguf_tensor *kiln_gguf_find_tensor(const kiln_gguf *g, const char *na
  * KILN_STATUS_OUT_OF_RANGE. get_f32 accepts FLOAT32 only (so ε stays
  * bit-exact) and get_f64 FLOAT32 or FLOAT64. get_str copies into buf
  * (NUL-terminated; KILN_STATUS_OUT_OF_RANGE if it does not fit); get_strv
- * returns the string in place, without copying. Both refuse a value with
- * a NUL byte inside (KILN_STATUS_MALFORMED, showing the value escaped): a
- * string key holds text, and a NUL in it would let C code read a shorter
- * value than the file holds ("gpt2\0" compared and printed as "gpt2").
+ * returns the string in place, without copying, its bytes as the file
+ * holds them (the GGUF spec's strings are length-prefixed and may hold
+ * NULs); get_text is get_strv for a key that holds text: it refuses a
+ * value with a NUL byte inside (KILN_STATUS_MALFORMED, showing the value
+ * escaped), since C code would read a shorter value than the file holds
+ * ("gpt2\0" compared and printed as "gpt2"). get_str refuses one too.
  * On failure *out is left alone, so a caller can preset a default and
  * ignore NOT_FOUND. */
 kiln_status kiln_gguf_get_u32(const kiln_gguf *g, const char *key, uint32_t *out);
@@ -155,6 +157,7 @@ kiln_status kiln_gguf_get_f64(const kiln_gguf *g, const char *key, double *out);
 kiln_status kiln_gguf_get_bool(const kiln_gguf *g, const char *key, bool *out);
 kiln_status kiln_gguf_get_str(const kiln_gguf *g, const char *key, char *buf, size_t cap);
 kiln_status kiln_gguf_get_strv(const kiln_gguf *g, const char *key, kiln_gguf_str *out);
+kiln_status kiln_gguf_get_text(const kiln_gguf *g, const char *key, kiln_gguf_str *out);
 /* An ARRAY whose elements are `elem_type` (both checked, errors as above);
  * the count is (*out_kv)->n. */
 kiln_status kiln_gguf_get_arr(const kiln_gguf *g, const char *key, kiln_gguf_vtype elem_type,

@@ -125,6 +125,14 @@ kiln_status kiln_gguf_get_strv(const kiln_gguf *g, const char *key, kiln_gguf_st
   const kiln_gguf_kv *kv = NULL;
   KILN_RETURN_IF_ERROR(lookup(g, key, &kv));
   if (kv->type != KILN_GGUF_STRING) return wrong_type(g, key, kv, "string");
+  *out = kv->v.str;
+  return NULL;
+}
+
+kiln_status kiln_gguf_get_text(const kiln_gguf *g, const char *key, kiln_gguf_str *out) {
+  const kiln_gguf_kv *kv = NULL;
+  KILN_RETURN_IF_ERROR(lookup(g, key, &kv));
+  if (kv->type != KILN_GGUF_STRING) return wrong_type(g, key, kv, "string");
   const char *nul = memchr(kv->v.str.ptr, '\0', (size_t)kv->v.str.len);
   if (nul) {
     char q[KILN_QUOTE_CAP(64)];
@@ -141,7 +149,7 @@ kiln_status kiln_gguf_get_strv(const kiln_gguf *g, const char *key, kiln_gguf_st
 
 kiln_status kiln_gguf_get_str(const kiln_gguf *g, const char *key, char *buf, size_t cap) {
   kiln_gguf_str s = {0}; /* set on success; gcc cannot tell */
-  KILN_RETURN_IF_ERROR(kiln_gguf_get_strv(g, key, &s));
+  KILN_RETURN_IF_ERROR(kiln_gguf_get_text(g, key, &s));
   if (s.len >= cap) {
     return kiln_status_new(KILN_STATUS_OUT_OF_RANGE,
                            "%s: key '%s' is a string of %" PRIu64

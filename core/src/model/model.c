@@ -85,7 +85,7 @@ kiln_status kiln_model_open(const char *path, kiln_model **out_model) {
     kiln_gguf_str t;
     /* get_strv refuses a NUL inside, which strndup would cut the template at */
     if (kv && kv->type == KILN_GGUF_STRING &&
-        !(st = kiln_gguf_get_strv(m->gguf, "tokenizer.chat_template", &t))) {
+        !(st = kiln_gguf_get_text(m->gguf, "tokenizer.chat_template", &t))) {
       m->chat_template = strndup(t.ptr, (size_t)t.len);
       if (!m->chat_template) st = kiln_status_new(KILN_STATUS_NO_MEMORY, "chat template");
     }

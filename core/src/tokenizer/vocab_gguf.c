@@ -137,7 +137,7 @@ static kiln_status load(const kiln_gguf *g, load_arrays *a, kiln_vocab **out_voc
     return kiln_status_new(KILN_STATUS_MALFORMED, "%s: %s is a %s, not a string", path, KEY_MODEL,
                            kiln_gguf_vtype_name(model->type));
   kiln_gguf_str m;
-  KILN_RETURN_IF_ERROR(kiln_gguf_get_strv(g, KEY_MODEL, &m)); /* refuses "gpt2\0" */
+  KILN_RETURN_IF_ERROR(kiln_gguf_get_text(g, KEY_MODEL, &m)); /* refuses "gpt2\0" */
   if (m.len == 5 && !memcmp(m.ptr, "llama", 5)) {
     spec.kind = KILN_VOCAB_SPM;
   } else if (m.len == 4 && !memcmp(m.ptr, "gpt2", 4)) {
@@ -215,7 +215,7 @@ static kiln_status load(const kiln_gguf *g, load_arrays *a, kiln_vocab **out_voc
         return kiln_status_new(KILN_STATUS_MALFORMED, "%s: %s is a %s, not a string", path,
                                KEY_PRE, kiln_gguf_vtype_name(pre->type));
       kiln_gguf_str p;
-      KILN_RETURN_IF_ERROR(kiln_gguf_get_strv(g, KEY_PRE, &p)); /* no NUL inside */
+      KILN_RETURN_IF_ERROR(kiln_gguf_get_text(g, KEY_PRE, &p)); /* no NUL inside */
       a->pre = malloc((size_t)p.len + 1);
       if (!a->pre) return kiln_status_new(KILN_STATUS_NO_MEMORY, "%s: %s", path, KEY_PRE);
       memcpy(a->pre, p.ptr, (size_t)p.len);
