@@ -78,6 +78,12 @@ bool cli_flag_value_ok(const char *cmd, const char *section, const char *key, co
  * there are too many. */
 bool cli_override(cli_common *c, const char *section, const char *key, const char *value, const char *flag);
 
+/* --config FILE: the one configuration file of the run. A second --config
+ * is refused with a message naming both (files are not merged: the keys of
+ * one are overridden by flags and KILN_* variables), so that the last one
+ * does not silently win. Returns false after the message. */
+bool cli_set_config(cli_common *c, const char *path);
+
 /* Opens the runtime with the environment, the file and the overrides; on
  * the build tree's own binary, the build's plugin folder is searched too.
  * When it fails, and would not without the command line's overrides,

@@ -33,6 +33,20 @@ bool cli_override(cli_common *c, const char *section, const char *key, const cha
   return true;
 }
 
+bool cli_set_config(cli_common *c, const char *path) {
+  if (c->config_path) {
+    char a[KILN_QUOTE_CAP(200)], b[KILN_QUOTE_CAP(200)];
+    fprintf(stderr,
+            "kiln %s: --config given twice (%s, then %s): a run reads one configuration file; "
+            "override its keys with flags or KILN_* variables\n",
+            c->cmd ? c->cmd : "", kiln_quote(a, sizeof a, c->config_path, strlen(c->config_path), 200),
+            kiln_quote(b, sizeof b, path, strlen(path), 200));
+    return false;
+  }
+  c->config_path = path;
+  return true;
+}
+
 int cli_model_flag(cli_common *c, int opt, const char *arg) {
   bool ok;
   switch (opt) {
@@ -41,7 +55,7 @@ int cli_model_flag(cli_common *c, int opt, const char *arg) {
   case 'b': ok = cli_override(c, "backend", "batch", arg, "--batch-size"); break;
   case 't': ok = cli_override(c, "cpu", "threads", arg, "--threads"); break;
   case 'B': ok = cli_override(c, "backend", "name", arg, "--backend"); break;
-  case CLI_OPT_CONFIG: c->config_path = arg; ok = true; break;
+  case CLI_OPT_CONFIG: ok = cli_set_config(c, arg); break;
   case CLI_OPT_FALLBACK: ok = cli_override(c, "backend", "fallback", arg, "--fallback"); break;
   case 'v': c->verbose = true; ok = true; break;
   default: return 0;

@@ -79,8 +79,9 @@ int cmd_backends(int argc, char **argv) {
   optind = 1;
   /* --config alone: -c is the context size in every other command */
   while ((opt = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
-    if (opt == 'c') cc.config_path = optarg;
-    else if (opt == 'h') {
+    if (opt == 'c') {
+      if (!cli_set_config(&cc, optarg)) return 2;
+    } else if (opt == 'h') {
       usage(stdout);
       return 0;
     } else {

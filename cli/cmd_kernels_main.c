@@ -17,11 +17,11 @@ int cmd_kernels(int argc, char **argv) {
     if (n >= 60) return cli_usage_error("kernels", "too many arguments");
     if (!strcmp(argv[i], "--config")) {
       if (i + 1 == argc) return cli_usage_error("kernels", "--config needs a FILE");
-      cc.config_path = argv[++i];
+      if (!cli_set_config(&cc, argv[++i])) return 2;
       continue;
     }
     if (!strncmp(argv[i], "--config=", 9)) {
-      cc.config_path = argv[i] + 9;
+      if (!cli_set_config(&cc, argv[i] + 9)) return 2;
       continue;
     }
     if (!strncmp(argv[i], "--dir", 5)) have_dir = true;

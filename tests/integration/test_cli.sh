@@ -147,6 +147,13 @@ usage 'config --show --config ""' config --show --config ""
 usage 'backends --config ""' backends --config ""
 usage 'kernels --config ""' kernels --config "" --list
 says '--config "": the configuration file path is empty'
+# two --config files: refused, naming both (the last one used to win)
+usage "run --config twice" run -m "$m" --config "$KILN_SRCDIR/conf/kiln.ini" --config "$tmp/two.ini" -p x
+says '--config given twice ("'
+says 'two.ini")'
+usage "backends --config twice" backends --config a.ini --config b.ini
+usage "kernels --config twice" kernels --config a.ini --config=b.ini --list
+says '--config given twice ("a.ini", then "b.ini")'
 usage "perplexity -c 1" perplexity -m "$m" -c 1 -f "$KILN_SRCDIR/tests/data/perplexity/stories.txt"
 says "--ctx-size: [model] n_ctx = 1: a perplexity chunk needs at least 3 tokens"
 # an empty prompt would generate from BOS alone: refused, -p "" as the
