@@ -295,7 +295,7 @@ static void test_logits_stories(void **state) {
   kiln_model *m;
   KT_ASSERT_OK(kiln_model_open(path, &m));
   free(path);
-  /* head_dim 8: F32, F16 and BF16 (Q8_0 is refused: test_q8_0_refusal) */
+  /* head_dim 8: F32, F16 and BF16 (Q8_0 is refused: test_q8_0_refusal_names_the_key) */
   kiln_runtime *rt = runtime();
   kiln_session *s = NULL;
   KT_ASSERT_ERR(open_session(rt, m, "q8_0", "f32", 16, &s), KILN_STATUS_INVALID_ARGUMENT,

@@ -130,20 +130,20 @@ kiln_status kiln_gguf_get_strv(const kiln_gguf *g, const char *key, kiln_gguf_st
 }
 
 kiln_status kiln_gguf_get_text(const kiln_gguf *g, const char *key, kiln_gguf_str *out) {
-  const kiln_gguf_kv *kv = NULL;
-  KILN_RETURN_IF_ERROR(lookup(g, key, &kv));
-  if (kv->type != KILN_GGUF_STRING) return wrong_type(g, key, kv, "string");
-  const char *nul = memchr(kv->v.str.ptr, '\0', (size_t)kv->v.str.len);
+  kiln_gguf_str s;
+  KILN_RETURN_IF_ERROR(kiln_gguf_get_strv(g, key, &s));
+  const char *nul = memchr(s.ptr, '\0', (size_t)s.len);
   if (nul) {
+    const kiln_gguf_kv *kv = NULL;
+    KILN_RETURN_IF_ERROR(lookup(g, key, &kv)); /* found above: its offset, for the message */
     char q[KILN_QUOTE_CAP(64)];
     return kiln_status_new(KILN_STATUS_MALFORMED,
                            "%s: byte %" PRIu64 ": key '%s' = %s holds a NUL byte (at byte %td of the "
                            "value); a string value is text without NULs",
-                           g->name, value_offset(g, kv), key,
-                           kiln_quote(q, sizeof q, kv->v.str.ptr, (size_t)kv->v.str.len, 64),
-                           nul - kv->v.str.ptr);
+                           g->name, value_offset(g, kv), key, kiln_quote(q, sizeof q, s.ptr, (size_t)s.len, 64),
+                           nul - s.ptr);
   }
-  *out = kv->v.str;
+  *out = s;
   return NULL;
 }
 

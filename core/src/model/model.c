@@ -83,7 +83,7 @@ kiln_status kiln_model_open(const char *path, kiln_model **out_model) {
   if (!st) {
     const kiln_gguf_kv *kv = kiln_gguf_find_kv(m->gguf, "tokenizer.chat_template");
     kiln_gguf_str t;
-    /* get_strv refuses a NUL inside, which strndup would cut the template at */
+    /* get_text refuses a NUL inside, which strndup would cut the template at */
     if (kv && kv->type == KILN_GGUF_STRING &&
         !(st = kiln_gguf_get_text(m->gguf, "tokenizer.chat_template", &t))) {
       m->chat_template = strndup(t.ptr, (size_t)t.len);
