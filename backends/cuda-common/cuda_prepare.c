@@ -610,7 +610,8 @@ static kiln_status prepare_swiglu_group(kiln_cuda_backend *be, const kiln_node *
   mvq_label(be, m, 2, &shape, label, sizeof label);
   const size_t n = strlen(label) > 6 ? strlen(label) - 6 : 0; /* without " [T=1]" */
   snprintf(full, sizeof full, "%.*s +swiglu [T=1]", (int)n, label);
-  const uint64_t bytes = 2u * (uint64_t)kiln_type_row_bytes(m[0].w_type, m[0].k) * (uint64_t)ff;
+  const uint64_t bytes = ((uint64_t)kiln_type_row_bytes(m[0].w_type, m[0].k) +
+                          (uint64_t)kiln_type_row_bytes(m[1].w_type, m[1].k)) * (uint64_t)ff;
   KILN_RETURN_IF_ERROR(kiln_cuda_prof_kind_of(be, full, bytes, 0, &ns->prof_fused[1]));
   lead->mvq_swiglu = f;
   lead->grid_swiglu = grid;
