@@ -182,17 +182,24 @@ static kiln_status attn_part_reserve(kiln_cuda_backend *be, uint64_t bytes,
                                "the split-attention partials", &grown);
 }
 
-/* Makes the fused merge's tickets cover n KV heads, a new buffer zeroed. */
-static kiln_status attn_tickets_reserve(kiln_cuda_backend *be, uint32_t n, const kiln_node *node) {
+/* Makes a tickets buffer (*p, *have bytes) cover n ints, a new one zeroed:
+ * a launch counts its tickets up and sets each back to 0 when it is done
+ * with it, so in stream order every launch finds them 0. */
+static kiln_status tickets_reserve(kiln_cuda_backend *be, CUdeviceptr *p, uint64_t *have,
+                                   uint32_t n, const kiln_node *node, const char *what) {
   bool grown = false;
-  KILN_RETURN_IF_ERROR(kiln_cuda_mem_reserve(be, &be->attn_tickets, &be->attn_tickets_bytes,
-                                             4u * (uint64_t)n, node,
-                                             "the split-attention tickets", &grown));
+  KILN_RETURN_IF_ERROR(kiln_cuda_mem_reserve(be, p, have, 4u * (uint64_t)n, node, what, &grown));
   if (!grown) return NULL;
-  const CUresult r = be->cu->MemsetD32Async(be->attn_tickets, 0, n, be->stream);
+  const CUresult r = be->cu->MemsetD32Async(*p, 0, n, be->stream);
   if (r == CUDA_SUCCESS) return NULL;
-  be->attn_tickets_bytes = 0; /* not zeroed: the next prepare allocates again */
+  *have = 0; /* not zeroed: the next prepare allocates again */
   return kiln_cu_error(be->host, be->cu, r, "cuMemsetD32Async(tickets)", node);
+}
+
+/* Makes the fused merge's tickets cover n KV heads. */
+static kiln_status attn_tickets_reserve(kiln_cuda_backend *be, uint32_t n, const kiln_node *node) {
+  return tickets_reserve(be, &be->attn_tickets, &be->attn_tickets_bytes, n, node,
+                         "the split-attention tickets");
 }
 
 /* ATTENTION for steps of one token: split-KV attention (attention_split,
@@ -559,19 +566,6 @@ static kiln_status prepare_norm_fused(kiln_cuda_backend *be, const kiln_node *no
   return kiln_cuda_prof_kind_of(be, label, 0, 0, &ns->prof_fused[2]);
 }
 
-/* Makes matvec_q_swiglu's tickets cover n units, a new buffer zeroed. */
-static kiln_status mvq_tickets_reserve(kiln_cuda_backend *be, uint32_t n, const kiln_node *node) {
-  bool grown = false;
-  KILN_RETURN_IF_ERROR(kiln_cuda_mem_reserve(be, &be->mvq_tickets, &be->mvq_tickets_bytes,
-                                             4u * (uint64_t)n, node, "the SwiGLU epilogue's tickets",
-                                             &grown));
-  if (!grown) return NULL;
-  const CUresult r = be->cu->MemsetD32Async(be->mvq_tickets, 0, n, be->stream);
-  if (r == CUDA_SUCCESS) return NULL;
-  be->mvq_tickets_bytes = 0; /* not zeroed: the next prepare allocates again */
-  return kiln_cu_error(be->host, be->cu, r, "cuMemsetD32Async(tickets)", node);
-}
-
 /* SWIGLU of the two outputs of the gate/up group just before it, with
  * [<plugin>] swiglu_matvec = fused: matvec_q_swiglu on the group's leader
  * where the group's shape is the bulk-copy grid, neither matrix has a
@@ -605,7 +599,8 @@ static kiln_status prepare_swiglu_group(kiln_cuda_backend *be, const kiln_node *
                                              kiln_cuda_xq_col_bytes(ff, be->act), node,
                                              "the second quantized-activation scratch", &grown));
   if (grown) be->xq_of = NULL; /* it may have held the old buffer */
-  KILN_RETURN_IF_ERROR(mvq_tickets_reserve(be, (uint32_t)(ff / 32), node));
+  KILN_RETURN_IF_ERROR(tickets_reserve(be, &be->mvq_tickets, &be->mvq_tickets_bytes,
+                                       (uint32_t)(ff / 32), node, "the SwiGLU epilogue's tickets"));
   char label[sizeof be->prof.kinds[0].label], full[sizeof label];
   mvq_label(be, m, 2, &shape, label, sizeof label);
   const size_t n = strlen(label) > 6 ? strlen(label) - 6 : 0; /* without " [T=1]" */

@@ -54,6 +54,22 @@ static kiln_status want_quant(const kiln_host_api *host, const kiln_node *node, 
   return NULL;
 }
 
+/* matvec_q's warps (1..32), k_split (dividing them) and rows_per_group
+ * (1..8), as both templates bake them. */
+static kiln_status check_rows_shape(const kiln_host_api *host, const kiln_node *node,
+                                    const kiln_cuda_matvec_shape *shape) {
+  KILN_RETURN_IF_ERROR(
+      kiln_cuda_describe_check_threads(host, node, "warps", shape->warps, 1, 32, false));
+  KILN_RETURN_IF_ERROR(kiln_cuda_describe_check_threads(host, node, "k_split", shape->k_split, 1,
+                                                        shape->warps, false));
+  if (shape->warps % shape->k_split != 0)
+    return kiln_node_error(host, KILN_STATUS_INVALID_ARGUMENT, node,
+                           "k_split %u does not divide warps %u", shape->k_split, shape->warps);
+  KILN_RETURN_IF_ERROR(kiln_cuda_describe_check_threads(host, node, "rows_per_group",
+                                                        shape->rows_per_group, 1, 8, false));
+  return NULL;
+}
+
 kiln_status kiln_cuda_matvec_q_describe(const kiln_host_api *host, kiln_kcompiler *compiler,
                                         const kiln_node *node, const kiln_cuda_mvq_member *m,
                                         uint32_t n_members, const kiln_cuda_matvec_shape *shape,
@@ -67,15 +83,7 @@ kiln_status kiln_cuda_matvec_q_describe(const kiln_host_api *host, kiln_kcompile
   if (n_members < 1 || n_members > 3)
     return kiln_node_error(host, KILN_STATUS_INVALID_ARGUMENT, node,
                            "%u matrices in one matvec_q (1..3)", n_members);
-  KILN_RETURN_IF_ERROR(
-      kiln_cuda_describe_check_threads(host, node, "warps", shape->warps, 1, 32, false));
-  KILN_RETURN_IF_ERROR(kiln_cuda_describe_check_threads(host, node, "k_split", shape->k_split, 1,
-                                                        shape->warps, false));
-  if (shape->warps % shape->k_split != 0)
-    return kiln_node_error(host, KILN_STATUS_INVALID_ARGUMENT, node,
-                           "k_split %u does not divide warps %u", shape->k_split, shape->warps);
-  KILN_RETURN_IF_ERROR(kiln_cuda_describe_check_threads(host, node, "rows_per_group",
-                                                        shape->rows_per_group, 1, 8, false));
+  KILN_RETURN_IF_ERROR(check_rows_shape(host, node, shape));
   KILN_RETURN_IF_ERROR(kiln_cuda_describe_check_threads(host, node, "groups_per_block",
                                                         shape->groups_per_block, 1, 64, false));
   if (shape->stages == 1 || shape->stages > 16)
@@ -156,15 +164,7 @@ kiln_status kiln_cuda_matvec_q_swiglu_describe(const kiln_host_api *host,
                              i ? "up" : "gate", kiln_type_name(m[i].w_type), (long long)m[i].k,
                              (long long)m[i].rows, m[i].bias >= 0 ? ", a bias" : "",
                              m[i].staged ? ", staged" : "", (long long)ff);
-  KILN_RETURN_IF_ERROR(
-      kiln_cuda_describe_check_threads(host, node, "warps", shape->warps, 1, 32, false));
-  KILN_RETURN_IF_ERROR(kiln_cuda_describe_check_threads(host, node, "k_split", shape->k_split, 1,
-                                                        shape->warps, false));
-  if (shape->warps % shape->k_split != 0)
-    return kiln_node_error(host, KILN_STATUS_INVALID_ARGUMENT, node,
-                           "k_split %u does not divide warps %u", shape->k_split, shape->warps);
-  KILN_RETURN_IF_ERROR(kiln_cuda_describe_check_threads(host, node, "rows_per_group",
-                                                        shape->rows_per_group, 1, 8, false));
+  KILN_RETURN_IF_ERROR(check_rows_shape(host, node, shape));
   if (shape->stages < 2 || shape->stages > 16 || shape->groups_per_block != 1)
     return kiln_node_error(host, KILN_STATUS_INVALID_ARGUMENT, node,
                            "matvec_q_swiglu runs on the bulk-copy grid: stages 2..16 and "
