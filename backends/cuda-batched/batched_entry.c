@@ -15,7 +15,7 @@ static const kiln_config_key keys[] = {KILN_CUDA_KEY_DEVICE, KILN_CUDA_KEY_POISO
                                        KILN_CUDA_KEY_PROFILE, KILN_CUDA_KEY_ACTIVATIONS, KILN_CUDA_KEY_RECURRENT_GUARD, KILN_CUDA_KEY_MATVEC_LOAD,
                                        KILN_CUDA_KEY_MATVEC_SHAPE, KILN_CUDA_KEY_ATTENTION_SPLITS,
                                        KILN_CUDA_KEY_ATTENTION_MERGE,
-                                       KILN_CUDA_KEY_DECODE_ATTENTION, KILN_CUDA_KEY_SWIGLU_MATVEC,
+                                       KILN_CUDA_KEY_DECODE_ATTENTION,
                                        KILN_CUDA_KEY_PREFILL_ATTENTION,
                                        KILN_CUDA_KEY_FUSE, KILN_CUDA_KEY_GRAPH, KILN_CUDA_KEY_PDL, KILN_CUDA_KEY_GEMM, KILN_CUDA_KEY_MMQ_SHAPE,
                                        KILN_CUDA_KEY_GEMM_SCRATCH,

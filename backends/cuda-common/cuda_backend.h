@@ -264,17 +264,12 @@ typedef struct kiln_cuda_node_state {
   kiln_cuda_fn add_norm_q;      /* RMS_NORM: the same, quantizing the normed row */
   kiln_cuda_fn norm_q;          /* RMS_NORM: add_rmsnorm without the add, quantizing */
   kiln_cuda_fn swiglu_q;        /* SWIGLU: with its output quantized */
-  kiln_cuda_fn mvq_swiglu;      /* gate/up leader (n_group 2): matvec_q_swiglu, the group
-                                   launch with swiglu_node as its epilogue */
-  const kiln_node *swiglu_node; /* that leader: the SWIGLU of its two outputs */
-  uint32_t grid_swiglu;         /* that leader: blocks of the matvec_q_swiglu launch */
   kiln_cuda_fn rope_store;      /* ROPE of Q: with the K RoPE after it and both cache stores */
   const kiln_node *rope_k;      /* ROPE of Q: that K RoPE (compared by address only) */
   kiln_type rope_store_kv;      /* ROPE of Q: the caches' type rope_store was made for */
   /* Profile kinds of the launches above (steps of one token): MUL_MAT:
    * [0] quantize, [1] mvq, [2] the group; RMS_NORM: [0] add_norm, [1]
-   * add_norm_q, [2] norm_q; SWIGLU: [0] swiglu_q, [1] matvec_q_swiglu; ROPE:
-   * [0] rope_store. */
+   * add_norm_q, [2] norm_q; SWIGLU: [0] swiglu_q; ROPE: [0] rope_store. */
   uint32_t prof_fused[3];
 } kiln_cuda_node_state;
 
@@ -401,7 +396,6 @@ typedef struct kiln_cuda_backend {
   uint32_t attn_splits_forced;       /* [<plugin>] attention_splits; 0: auto */
   bool attn_merge_kernel;            /* [<plugin>] attention_merge = kernel (not fused) */
   bool attn_mma;                     /* [<plugin>] decode_attention = mma */
-  bool swiglu_fused;                 /* [<plugin>] swiglu_matvec = fused */
   bool prefill_flash;                /* [<plugin>] prefill_attention = flash (not rows) */
   /* Programmatic dependent launch ([<plugin>] pdl, compute capability >=
    * 9.0): the functions whose PTX waits on its grid dependency
@@ -436,18 +430,6 @@ typedef struct kiln_cuda_backend {
   uint64_t xq_bytes;
   const kiln_tensor *xq_of;
   uint64_t xq_pass, pass;
-  /* The second quantized-activation scratch: matvec_q_swiglu reads its
-   * input from xq while its epilogue writes the down projection's into
-   * xq_alt. xq_cur is the one that holds xq_of (kiln_cuda_xq_set sets it
-   * to xq, kiln_cuda_xq_set_alt to xq_alt); every matvec_q reads xq_cur. */
-  CUdeviceptr xq_alt, xq_cur;
-  uint64_t xq_alt_bytes;
-  /* matvec_q_swiglu's tickets: one int per 32 rows of the widest fused
-   * SwiGLU, zeroed when allocated; each launch counts its units up to 64
-   * rows and the block that completes one sets it back to 0, so in stream
-   * order every launch finds them 0 (as attn_tickets). */
-  CUdeviceptr mvq_tickets;
-  uint64_t mvq_tickets_bytes;
   /* cuBLAS (batched prefill), created in open() when the flavor has it. */
   cublasHandle_t blas;
   /* gemm = fp8: cuBLASLt (cuda_gemm_fp8.c), created in open(), and its
@@ -689,7 +671,6 @@ uint32_t kiln_cuda_stride_grid(long long n, uint32_t block);
  * tensor it holds now. */
 bool kiln_cuda_xq_holds(const kiln_cuda_backend *be, const kiln_tensor *t);
 void kiln_cuda_xq_set(kiln_cuda_backend *be, const kiln_tensor *t);
-void kiln_cuda_xq_set_alt(kiln_cuda_backend *be, const kiln_tensor *t);
 /* quantize of MUL_MAT nb's input column col into the scratch. */
 kiln_status kiln_cuda_quantize_input(kiln_cuda_backend *be, const kiln_cuda_bound *nb,
                                      int32_t col);

@@ -190,20 +190,6 @@
            "and the group has at most 256 records, else the merge kernel. "   \
            "fused measured 5 % slower at tg128 (H100, 2026-12-07)"}
 
-#define KILN_CUDA_KEY_SWIGLU_MATVEC                                           \
-  {.name = "swiglu_matvec",                                                   \
-   .type = KILN_CONFIG_ENUM,                                                  \
-   .default_value = "fused",                                                  \
-   .choices = "fused|kernel",                                                 \
-   .help = "how decode computes a layer's SwiGLU (activations q16 / q8): "    \
-           "kernel = swiglu_q, a launch of its own after gate and up; fused " \
-           "= the epilogue of the gate/up matvec_q launch (matvec_q_swiglu: " \
-           "the block that completes 32 rows of both computes and quantizes " \
-           "them; one launch a layer fewer) where that launch is the "        \
-           "bulk-copy grid (compute capability 9.x), gate and up have no "    \
-           "bias and the width is a multiple of 32, else swiglu_q. The same " \
-           "values either way"}
-
 #define KILN_CUDA_KEY_DECODE_ATTENTION                                        \
   {.name = "decode_attention",                                                \
    .type = KILN_CONFIG_ENUM,                                                  \

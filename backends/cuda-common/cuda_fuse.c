@@ -6,9 +6,6 @@
  *   RMS_NORM, matvec_q of its output   -> add_rmsnorm without the add, quantizing;
  *   SWIGLU, matvec_q of its output     -> swiglu_q;
  *   2 or 3 matvec_q of one input       -> one matvec_q launch (Q/K/V, gate/up);
- *   gate/up, the SWIGLU of their outputs, matvec_q of its output
- *                                      -> matvec_q_swiglu ([<plugin>]
- *                                         swiglu_matvec = fused);
  *   ROPE(q), ROPE(k), STORE_KV(k), STORE_KV(v)  -> rope_store (F32, F16 or
  *                                         BF16 caches: the type it was made for).
  * Every node is bound (checked) as if it ran alone, and writes the same
@@ -17,7 +14,6 @@
 #include "config.h"
 
 #include "cuda_backend.h"
-#include "node_check.h"
 
 /* The node at i if the step has one there. */
 static const kiln_node *at(const kiln_step *step, uint32_t i) {
@@ -118,39 +114,6 @@ static kiln_status fuse_swiglu(kiln_cuda_backend *be, const kiln_step *step, uin
   return kiln_cuda_prof_end(be, ns->prof_fused[0]);
 }
 
-/* The gate/up group (weights w, outputs y, input xq) led by ls, and the
- * SWIGLU after it, as matvec_q_swiglu: the down projection's input
- * quantized into the second scratch. */
-static kiln_status launch_swiglu_group(kiln_cuda_backend *be, const kiln_step *step,
-                                       const kiln_cuda_node_state *ls, const CUdeviceptr *w,
-                                       const CUdeviceptr *y, CUdeviceptr xq, int32_t col,
-                                       int32_t pos, uint32_t *out_used) {
-  const kiln_node *sw = ls->swiglu_node;
-  kiln_cuda_bound sb;
-  KILN_RETURN_IF_ERROR(kiln_cuda_bind(be, step, sw, 1, col, pos, &sb));
-  CUdeviceptr ya = kiln_cuda_col_ptr(sb.b[4], sw->dst, col), xqo = be->xq_alt,
-              tickets = be->mvq_tickets;
-  const uint64_t units = (uint64_t)sw->dst->ne[0] / 32;
-  if (!xqo || !tickets || be->mvq_tickets_bytes < 4u * units)
-    return kiln_node_error(be->host, KILN_STATUS_INTERNAL, sw,
-                           "matvec_q_swiglu without its scratch or tickets (%llu bytes)",
-                           (unsigned long long)be->mvq_tickets_bytes);
-  int n_cols = 1;
-  void *args[] = {(void *)&w[0], (void *)&w[1], (void *)&y[0], (void *)&y[1], &ya,
-                  &xq,           &xqo,          &tickets,      &n_cols};
-  KILN_RETURN_IF_ERROR(kiln_cuda_prof_begin(be));
-  kiln_status st = kiln_cuda_launch_shared(be, ls->node, "matvec_q_swiglu", ls->mvq_swiglu.fn,
-                                           ls->grid_swiglu, 1, ls->mvq_swiglu.block,
-                                           ls->mvq_swiglu.shared, args);
-  if (st) {
-    be->prof.open = false;
-    return st;
-  }
-  kiln_cuda_xq_set_alt(be, sw->dst);
-  *out_used = 3;
-  return kiln_cuda_prof_end(be, sb.ns->prof_fused[1]);
-}
-
 /* The matvec_q group led by the MUL_MAT at i, its members next to it. */
 static kiln_status fuse_group(kiln_cuda_backend *be, const kiln_step *step, uint32_t i,
                               int32_t col, int32_t pos, uint32_t *out_used) {
@@ -177,16 +140,13 @@ static kiln_status fuse_group(kiln_cuda_backend *be, const kiln_step *step, uint
     }
     KILN_RETURN_IF_ERROR(kiln_cuda_prof_end(be, ls->prof_fused[0]));
   }
-  CUdeviceptr w[3] = {0}, b[3] = {0}, y[3] = {0}, xq = be->xq_cur;
+  CUdeviceptr w[3] = {0}, b[3] = {0}, y[3] = {0}, xq = be->xq;
   for (uint32_t m = 0; m < n; m++) {
     const kiln_node *nd = nb[m].node;
     w[m] = nb[m].b[0]->ptr;
     b[m] = nd->src[2] ? nb[m].b[2]->ptr : 0;
     y[m] = kiln_cuda_col_ptr(nb[m].b[4], nd->dst, col);
   }
-  const kiln_node *sw = at(step, i + n);
-  if (ls->mvq_swiglu.fn && sw == ls->swiglu_node && mvq_reads(be, at(step, i + n + 1), sw->dst))
-    return launch_swiglu_group(be, step, ls, w, y, xq, col, pos, out_used);
   int n_cols = 1;
   void *args[] = {&w[0], &w[1], &w[2], &b[0], &b[1], &b[2], &y[0], &y[1], &y[2], &xq, &n_cols};
   KILN_RETURN_IF_ERROR(kiln_cuda_prof_begin(be));

@@ -107,7 +107,7 @@ static kiln_status run_mvq(kiln_cuda_backend *be, const kiln_node *node,
                            const kiln_cuda_node_state *ns, const kiln_cuda_buffer *const *b,
                            int32_t col) {
   CUdeviceptr w = b[0]->ptr, bias = node->src[2] ? b[2]->ptr : 0, none = 0,
-              y = kiln_cuda_col_ptr(b[4], node->dst, col), xq = be->xq_cur;
+              y = kiln_cuda_col_ptr(b[4], node->dst, col), xq = be->xq;
   int n_cols = 1;
   void *args[] = {&w, &none, &none, &bias, &none, &none, &y, &none, &none, &xq, &n_cols};
   return kiln_cuda_launch_shared(be, node, "matvec_q", ns->mvq.fn, ns->mvq.per_block, 1,
@@ -283,13 +283,6 @@ bool kiln_cuda_xq_holds(const kiln_cuda_backend *be, const kiln_tensor *t) {
 void kiln_cuda_xq_set(kiln_cuda_backend *be, const kiln_tensor *t) {
   be->xq_of = t;
   be->xq_pass = be->pass;
-  be->xq_cur = be->xq;
-}
-
-void kiln_cuda_xq_set_alt(kiln_cuda_backend *be, const kiln_tensor *t) {
-  be->xq_of = t;
-  be->xq_pass = be->pass;
-  be->xq_cur = be->xq_alt;
 }
 
 kiln_status kiln_cuda_quantize_input(kiln_cuda_backend *be, const kiln_cuda_bound *nb,

@@ -136,8 +136,6 @@ static void backend_free(kiln_cuda_backend *be) {
   if (be->xq) cu->MemFree(be->xq);
   if (be->attn_part) cu->MemFree(be->attn_part);
   if (be->attn_tickets) cu->MemFree(be->attn_tickets);
-  if (be->mvq_tickets) cu->MemFree(be->mvq_tickets);
-  if (be->xq_alt) cu->MemFree(be->xq_alt);
   kiln_cuda_sanitize_close(be);
   if (be->step_dev) cu->MemFree(be->step_dev);
   if (be->staging) cu->MemFreeHost(be->staging);
@@ -214,11 +212,6 @@ static kiln_status read_config(kiln_cuda_backend *be, const kiln_config_section 
   if (cfg) {
     const char *am = host->cfg_str(cfg, "attention_merge");
     be->attn_merge_kernel = !am || strcmp(am, "fused") != 0;
-  }
-  be->swiglu_fused = true;
-  if (cfg) {
-    const char *sm = host->cfg_str(cfg, "swiglu_matvec");
-    be->swiglu_fused = !sm || strcmp(sm, "kernel") != 0;
   }
   be->attn_mma = true;
   if (cfg) {

@@ -182,24 +182,17 @@ static kiln_status attn_part_reserve(kiln_cuda_backend *be, uint64_t bytes,
                                "the split-attention partials", &grown);
 }
 
-/* Makes a tickets buffer (*p, *have bytes) cover n ints, a new one zeroed:
- * a launch counts its tickets up and sets each back to 0 when it is done
- * with it, so in stream order every launch finds them 0. */
-static kiln_status tickets_reserve(kiln_cuda_backend *be, CUdeviceptr *p, uint64_t *have,
-                                   uint32_t n, const kiln_node *node, const char *what) {
-  bool grown = false;
-  KILN_RETURN_IF_ERROR(kiln_cuda_mem_reserve(be, p, have, 4u * (uint64_t)n, node, what, &grown));
-  if (!grown) return NULL;
-  const CUresult r = be->cu->MemsetD32Async(*p, 0, n, be->stream);
-  if (r == CUDA_SUCCESS) return NULL;
-  *have = 0; /* not zeroed: the next prepare allocates again */
-  return kiln_cu_error(be->host, be->cu, r, "cuMemsetD32Async(tickets)", node);
-}
-
-/* Makes the fused merge's tickets cover n KV heads. */
+/* Makes the fused merge's tickets cover n KV heads, a new buffer zeroed. */
 static kiln_status attn_tickets_reserve(kiln_cuda_backend *be, uint32_t n, const kiln_node *node) {
-  return tickets_reserve(be, &be->attn_tickets, &be->attn_tickets_bytes, n, node,
-                         "the split-attention tickets");
+  bool grown = false;
+  KILN_RETURN_IF_ERROR(kiln_cuda_mem_reserve(be, &be->attn_tickets, &be->attn_tickets_bytes,
+                                             4u * (uint64_t)n, node,
+                                             "the split-attention tickets", &grown));
+  if (!grown) return NULL;
+  const CUresult r = be->cu->MemsetD32Async(be->attn_tickets, 0, n, be->stream);
+  if (r == CUDA_SUCCESS) return NULL;
+  be->attn_tickets_bytes = 0; /* not zeroed: the next prepare allocates again */
+  return kiln_cu_error(be->host, be->cu, r, "cuMemsetD32Async(tickets)", node);
 }
 
 /* ATTENTION for steps of one token: split-KV attention (attention_split,
@@ -566,56 +559,7 @@ static kiln_status prepare_norm_fused(kiln_cuda_backend *be, const kiln_node *no
   return kiln_cuda_prof_kind_of(be, label, 0, 0, &ns->prof_fused[2]);
 }
 
-/* SWIGLU of the two outputs of the gate/up group just before it, with
- * [<plugin>] swiglu_matvec = fused: matvec_q_swiglu on the group's leader
- * where the group's shape is the bulk-copy grid, neither matrix has a
- * bias and the width is whole 32-value blocks; otherwise (or where run()
- * does not find the three nodes and the down projection's matvec_q side by
- * side) the group launch and swiglu_q, as before. */
-static kiln_status prepare_swiglu_group(kiln_cuda_backend *be, const kiln_node *node,
-                                        kiln_cuda_node_state *ns) {
-  if (!be->swiglu_fused || node->id < 2) return NULL;
-  kiln_cuda_node_state *lead = &be->states[node->id - 2];
-  const kiln_cuda_node_state *up = &be->states[node->id - 1];
-  if (!lead->node || lead->n_group != 2 || !lead->mvq_group.fn || lead->group[1] != up->node ||
-      lead->group[0]->dst != node->src[0] || lead->group[1]->dst != node->src[1])
-    return NULL;
-  const int64_t ff = node->dst->ne[0];
-  kiln_cuda_mvq_member m[2] = {lead->mvq_self, up->mvq_self};
-  const kiln_cuda_matvec_shape shape = mvq_shape(be, m, 2);
-  if (!shape.stages || m[0].bias >= 0 || m[1].bias >= 0 || m[0].rows != ff || m[1].rows != ff ||
-      ff % 32 != 0)
-    return NULL;
-  kiln_kdesc *d = NULL;
-  kiln_cuda_fn f = {0};
-  KILN_RETURN_IF_ERROR(
-      kiln_cuda_matvec_q_swiglu_describe(be->host, be->compiler, node, m, &shape, be->act, &d));
-  KILN_RETURN_IF_ERROR(get_fn(be, d, node, &f.fn));
-  f.block = 32 * shape.warps;
-  uint32_t grid = 0;
-  KILN_RETURN_IF_ERROR(mvq_launch_shape(be, node, f.fn, m, 2, &shape, &grid, &f.shared));
-  bool grown = false;
-  KILN_RETURN_IF_ERROR(kiln_cuda_mem_reserve(be, &be->xq_alt, &be->xq_alt_bytes,
-                                             kiln_cuda_xq_col_bytes(ff, be->act), node,
-                                             "the second quantized-activation scratch", &grown));
-  if (grown) be->xq_of = NULL; /* it may have held the old buffer */
-  KILN_RETURN_IF_ERROR(tickets_reserve(be, &be->mvq_tickets, &be->mvq_tickets_bytes,
-                                       (uint32_t)(ff / 32), node, "the SwiGLU epilogue's tickets"));
-  char label[sizeof be->prof.kinds[0].label], full[sizeof label];
-  mvq_label(be, m, 2, &shape, label, sizeof label);
-  const size_t n = strlen(label) > 6 ? strlen(label) - 6 : 0; /* without " [T=1]" */
-  snprintf(full, sizeof full, "%.*s +swiglu [T=1]", (int)n, label);
-  const uint64_t bytes = ((uint64_t)kiln_type_row_bytes(m[0].w_type, m[0].k) +
-                          (uint64_t)kiln_type_row_bytes(m[1].w_type, m[1].k)) * (uint64_t)ff;
-  KILN_RETURN_IF_ERROR(kiln_cuda_prof_kind_of(be, full, bytes, 0, &ns->prof_fused[1]));
-  lead->mvq_swiglu = f;
-  lead->grid_swiglu = grid;
-  lead->swiglu_node = node;
-  return NULL;
-}
-
-/* SWIGLU whose output a matvec_q reads: swiglu_q (and matvec_q_swiglu
- * where prepare_swiglu_group makes one). */
+/* SWIGLU whose output a matvec_q reads: swiglu_q. */
 static kiln_status prepare_swiglu_fused(kiln_cuda_backend *be, const kiln_node *node,
                                         kiln_cuda_node_state *ns) {
   if (!be->fuse || be->act == KILN_CUDA_QUANT_NONE || node->dst->ne[0] % 32 != 0) return NULL;
@@ -629,8 +573,7 @@ static kiln_status prepare_swiglu_fused(kiln_cuda_backend *be, const kiln_node *
   char label[sizeof be->prof.kinds[0].label];
   snprintf(label, sizeof label, "swiglu+%s %lld [T=1]", kiln_cuda_quant_name(be->act),
            (long long)node->dst->ne[0]);
-  KILN_RETURN_IF_ERROR(kiln_cuda_prof_kind_of(be, label, 0, 0, &ns->prof_fused[0]));
-  return prepare_swiglu_group(be, node, ns);
+  return kiln_cuda_prof_kind_of(be, label, 0, 0, &ns->prof_fused[0]);
 }
 
 /* The second of a layer's cache stores (node: STORE_KV of V) right after

@@ -54,22 +54,6 @@ static kiln_status want_quant(const kiln_host_api *host, const kiln_node *node, 
   return NULL;
 }
 
-/* matvec_q's warps (1..32), k_split (dividing them) and rows_per_group
- * (1..8), as both templates bake them. */
-static kiln_status check_rows_shape(const kiln_host_api *host, const kiln_node *node,
-                                    const kiln_cuda_matvec_shape *shape) {
-  KILN_RETURN_IF_ERROR(
-      kiln_cuda_describe_check_threads(host, node, "warps", shape->warps, 1, 32, false));
-  KILN_RETURN_IF_ERROR(kiln_cuda_describe_check_threads(host, node, "k_split", shape->k_split, 1,
-                                                        shape->warps, false));
-  if (shape->warps % shape->k_split != 0)
-    return kiln_node_error(host, KILN_STATUS_INVALID_ARGUMENT, node,
-                           "k_split %u does not divide warps %u", shape->k_split, shape->warps);
-  KILN_RETURN_IF_ERROR(kiln_cuda_describe_check_threads(host, node, "rows_per_group",
-                                                        shape->rows_per_group, 1, 8, false));
-  return NULL;
-}
-
 kiln_status kiln_cuda_matvec_q_describe(const kiln_host_api *host, kiln_kcompiler *compiler,
                                         const kiln_node *node, const kiln_cuda_mvq_member *m,
                                         uint32_t n_members, const kiln_cuda_matvec_shape *shape,
@@ -83,7 +67,15 @@ kiln_status kiln_cuda_matvec_q_describe(const kiln_host_api *host, kiln_kcompile
   if (n_members < 1 || n_members > 3)
     return kiln_node_error(host, KILN_STATUS_INVALID_ARGUMENT, node,
                            "%u matrices in one matvec_q (1..3)", n_members);
-  KILN_RETURN_IF_ERROR(check_rows_shape(host, node, shape));
+  KILN_RETURN_IF_ERROR(
+      kiln_cuda_describe_check_threads(host, node, "warps", shape->warps, 1, 32, false));
+  KILN_RETURN_IF_ERROR(kiln_cuda_describe_check_threads(host, node, "k_split", shape->k_split, 1,
+                                                        shape->warps, false));
+  if (shape->warps % shape->k_split != 0)
+    return kiln_node_error(host, KILN_STATUS_INVALID_ARGUMENT, node,
+                           "k_split %u does not divide warps %u", shape->k_split, shape->warps);
+  KILN_RETURN_IF_ERROR(kiln_cuda_describe_check_threads(host, node, "rows_per_group",
+                                                        shape->rows_per_group, 1, 8, false));
   KILN_RETURN_IF_ERROR(kiln_cuda_describe_check_threads(host, node, "groups_per_block",
                                                         shape->groups_per_block, 1, 64, false));
   if (shape->stages == 1 || shape->stages > 16)
@@ -141,46 +133,6 @@ kiln_status kiln_cuda_matvec_q_describe(const kiln_host_api *host, kiln_kcompile
                                                       : "none");
     if (!st) st = host->kdesc_set_str(d, load_p[i], here && m[i].staged ? "staged" : "direct");
   }
-  return kiln_cuda_describe_finish(host, st, d, node, out_desc);
-}
-
-kiln_status kiln_cuda_matvec_q_swiglu_describe(const kiln_host_api *host,
-                                               kiln_kcompiler *compiler, const kiln_node *node,
-                                               const kiln_cuda_mvq_member m[2],
-                                               const kiln_cuda_matvec_shape *shape,
-                                               kiln_cuda_quant q, kiln_kdesc **out_desc) {
-  KILN_RETURN_IF_ERROR(kiln_cuda_node_check(host, node));
-  if (node->op != KILN_OP_SWIGLU || node->dst->ne[0] % 32 != 0)
-    return kiln_node_error(host, KILN_STATUS_INVALID_ARGUMENT, node,
-                           "matvec_q_swiglu needs a swiglu whose width is whole 32-value blocks");
-  KILN_RETURN_IF_ERROR(want_quant(host, node, q));
-  const int64_t ff = node->dst->ne[0];
-  for (int i = 0; i < 2; i++)
-    if (!block_type(m[i].w_type) || m[i].k != m[0].k || m[i].rows != ff || m[i].bias >= 0 ||
-        m[i].staged || m[i].k % kiln_type_block_size(m[i].w_type) != 0)
-      return kiln_node_error(host, KILN_STATUS_INVALID_ARGUMENT, node,
-                             "matvec_q_swiglu: %s (%s, k %lld, %lld rows%s%s) is not a block "
-                             "weight of the swiglu's %lld rows, read directly, with no bias",
-                             i ? "up" : "gate", kiln_type_name(m[i].w_type), (long long)m[i].k,
-                             (long long)m[i].rows, m[i].bias >= 0 ? ", a bias" : "",
-                             m[i].staged ? ", staged" : "", (long long)ff);
-  KILN_RETURN_IF_ERROR(check_rows_shape(host, node, shape));
-  if (shape->stages < 2 || shape->stages > 16 || shape->groups_per_block != 1)
-    return kiln_node_error(host, KILN_STATUS_INVALID_ARGUMENT, node,
-                           "matvec_q_swiglu runs on the bulk-copy grid: stages 2..16 and "
-                           "groups_per_block 1, not %u and %u",
-                           shape->stages, shape->groups_per_block);
-  kiln_kdesc *d = NULL;
-  KILN_RETURN_IF_ERROR(host->kdesc_new(compiler, KILN_CUDA_T_MATVEC_Q_SWIGLU, &d));
-  kiln_status st = host->kdesc_set_str(d, "quant", kiln_cuda_quant_name(q));
-  if (!st) st = host->kdesc_set_i64(d, "k", m[0].k);
-  if (!st) st = host->kdesc_set_i64(d, "ff", ff);
-  if (!st) st = host->kdesc_set_str(d, "type0", kiln_type_name(m[0].w_type));
-  if (!st) st = host->kdesc_set_str(d, "type1", kiln_type_name(m[1].w_type));
-  if (!st) st = host->kdesc_set_i64(d, "warps", shape->warps);
-  if (!st) st = host->kdesc_set_i64(d, "k_split", shape->k_split);
-  if (!st) st = host->kdesc_set_i64(d, "rows_per_group", shape->rows_per_group);
-  if (!st) st = host->kdesc_set_i64(d, "stages", shape->stages);
   return kiln_cuda_describe_finish(host, st, d, node, out_desc);
 }
 

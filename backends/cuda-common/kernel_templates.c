@@ -705,7 +705,6 @@ static const char matvec_q_source[] =
 #include "matvec_q_types.cuh.inc"
 #include "matvec_q_stage.cuh.inc"
 #include "matvec_q.cu.inc"
-#include "matvec_q_body.cuh.inc"
     ;
 
 #define MVQ_MATRIX_PARAMS(i)                                                       \
@@ -759,58 +758,6 @@ static const kiln_ktemplate matvec_q = {
     .n_params = sizeof matvec_q_params / sizeof matvec_q_params[0],
     .help = "MUL_MAT for decode, activations q16/q8: dp4a dot products of block weights with "
             "quantized x, up to three matrices sharing x in one launch, biases fused",
-};
-
-static const char matvec_q_swiglu_source[] =
-#include "grid_dep.cuh.inc"
-#include "quant_mode.cuh.inc"
-#include "act_quant.cuh.inc"
-#include "matvec_q_prims.cuh.inc"
-#include "matvec_q_types.cuh.inc"
-#include "matvec_q_stage.cuh.inc"
-#include "matvec_q_swiglu.cu.inc"
-#include "matvec_q_body.cuh.inc"
-    ;
-
-static const kiln_kparam_decl matvec_q_swiglu_params[] = {
-    QUANT_PARAM,
-    {"k", KILN_KPARAM_I64, KILN_KPARAM_BAKED, "row length K of gate and up: their ne0"},
-    {"ff", KILN_KPARAM_I64, KILN_KPARAM_BAKED,
-     "rows of gate and of up (their ne1), the SwiGLU's width: a multiple of 32"},
-    {"type0", KILN_KPARAM_STR, KILN_KPARAM_BAKED,
-     "gate's weight type: Q4_0|Q5_0|Q8_0|Q4_K|Q5_K|Q6_K"},
-    {"type1", KILN_KPARAM_STR, KILN_KPARAM_BAKED,
-     "up's weight type: Q4_0|Q5_0|Q8_0|Q4_K|Q5_K|Q6_K"},
-    {"warps", KILN_KPARAM_I64, KILN_KPARAM_BAKED, "warps per block (1..32)"},
-    {"k_split", KILN_KPARAM_I64, KILN_KPARAM_BAKED,
-     "warps that share each row's blocks (divides warps; fixes the order of the sum)"},
-    {"rows_per_group", KILN_KPARAM_I64, KILN_KPARAM_BAKED,
-     "consecutive rows per group of k_split warps (1..8), sharing each load of x"},
-    {"stages", KILN_KPARAM_I64, KILN_KPARAM_BAKED,
-     "shared-memory stages of the persistent blocks' bulk copies (2..16; compute "
-     "capability 9.0 and up)"},
-    {"w0", KILN_KPARAM_PTR, KILN_KPARAM_RUNTIME, "gate's weight (no padding)"},
-    {"w1", KILN_KPARAM_PTR, KILN_KPARAM_RUNTIME, "up's weight (no padding)"},
-    {"y0", KILN_KPARAM_PTR, KILN_KPARAM_RUNTIME, "gate's output, f32 [ff, n_cols]"},
-    {"y1", KILN_KPARAM_PTR, KILN_KPARAM_RUNTIME, "up's output, f32 [ff, n_cols]"},
-    {"ya", KILN_KPARAM_PTR, KILN_KPARAM_RUNTIME, "silu(gate) * up, f32 [ff, n_cols]"},
-    {"xq", KILN_KPARAM_PTR, KILN_KPARAM_RUNTIME, "the quantized input columns"},
-    {"xqo", KILN_KPARAM_PTR, KILN_KPARAM_RUNTIME,
-     "ya quantized per 32 values (act_quant.cuh), for the down projection; not xq"},
-    {"tickets", KILN_KPARAM_PTR, KILN_KPARAM_RUNTIME,
-     "ff / 32 ints a column, 0 before the launch (0 again after it)"},
-    {"n_cols", KILN_KPARAM_I32, KILN_KPARAM_RUNTIME, "columns (tokens) in this launch"},
-};
-
-static const kiln_ktemplate matvec_q_swiglu = {
-    .name = KILN_CUDA_T_MATVEC_Q_SWIGLU,
-    .version = 1,
-    .entry = "kiln_matvec_q_swiglu",
-    .source = matvec_q_swiglu_source,
-    .params = matvec_q_swiglu_params,
-    .n_params = sizeof matvec_q_swiglu_params / sizeof matvec_q_swiglu_params[0],
-    .help = "a layer's gate and up as one matvec_q on the bulk-copy grid, with the SwiGLU and "
-            "its q16/q8 blocks for the down projection as the epilogue (swiglu_matvec = fused)",
 };
 
 static const char add_rmsnorm_source[] =
@@ -924,8 +871,6 @@ const kiln_ktemplate *const kiln_cuda_templates[] = {
     /* qwen35 */
     &kiln_cuda_t_slice, &kiln_cuda_t_sigmoid_mul, &kiln_cuda_t_ssm_conv, &kiln_cuda_t_gdn_gate,
     &kiln_cuda_t_gdn_recurrent, &kiln_cuda_t_gdn_chunked, &kiln_cuda_t_rope_imrope,
-    /* last: test_kcache_guard's sampled pairs draw from one stream in this order */
-    &matvec_q_swiglu,
 };
 const unsigned kiln_cuda_n_templates = sizeof kiln_cuda_templates / sizeof kiln_cuda_templates[0];
 

@@ -28,7 +28,6 @@
 #define KILN_CUDA_T_STORE_KV "store_kv"
 #define KILN_CUDA_T_QUANTIZE "quantize"
 #define KILN_CUDA_T_MATVEC_Q "matvec_q"
-#define KILN_CUDA_T_MATVEC_Q_SWIGLU "matvec_q_swiglu"
 #define KILN_CUDA_T_ADD_RMSNORM "add_rmsnorm"
 #define KILN_CUDA_T_SWIGLU_Q "swiglu_q"
 #define KILN_CUDA_T_ROPE_STORE "rope_store"

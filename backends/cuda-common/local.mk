@@ -25,8 +25,6 @@ kiln_cuda_template_files = \
 	backends/cuda-common/kernels/matvec_q_types.cuh.tmpl \
 	backends/cuda-common/kernels/matvec_q_stage.cuh.tmpl \
 	backends/cuda-common/kernels/matvec_q.cu.tmpl \
-	backends/cuda-common/kernels/matvec_q_swiglu.cu.tmpl \
-	backends/cuda-common/kernels/matvec_q_body.cuh.tmpl \
 	backends/cuda-common/kernels/add_rmsnorm.cu.tmpl \
 	backends/cuda-common/kernels/swiglu_q.cu.tmpl \
 	backends/cuda-common/kernels/wtype_select.cuh.tmpl \

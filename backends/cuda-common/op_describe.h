@@ -356,24 +356,6 @@ kiln_status kiln_cuda_matvec_q_describe(const kiln_host_api *host, kiln_kcompile
                                         uint32_t n_members, const kiln_cuda_matvec_shape *shape,
                                         kiln_cuda_quant q, kiln_kdesc **out_desc);
 
-/* matvec_q_swiglu: a layer's gate (m[0]) and up (m[1]) projections of one
- * input as matvec_q does them with stages > 0, and SWIGLU `node`
- * (dst[ff] = silu(gate) * up, the swiglu op's reference code) with its
- * output quantized per 32 values for the down projection's matvec_q as the
- * launch's epilogue (kernels/matvec_q_swiglu.cu.tmpl). Both matrices have
- * ff = node's ne0 rows (a multiple of 32) of the same k, no bias, read
- * directly; shape as matvec_q's with stages 2..16 and groups_per_block 1.
- * Grid (1..kiln_cuda_mvq_sets over both, n_cols), kiln_cuda_mvq_stage_bytes
- * x stages of dynamic shared memory, block 32 * warps; arguments (w0, w1,
- * y0, y1, ya, xq, xqo, tickets, n_cols): ya [ff, n_cols] f32, xqo another
- * buffer than xq, tickets ff / 32 x n_cols ints that are 0 (the launch
- * leaves them 0). KILN_STATUS_INVALID_ARGUMENT for anything else. */
-kiln_status kiln_cuda_matvec_q_swiglu_describe(const kiln_host_api *host,
-                                               kiln_kcompiler *compiler, const kiln_node *node,
-                                               const kiln_cuda_mvq_member m[2],
-                                               const kiln_cuda_matvec_shape *shape,
-                                               kiln_cuda_quant q, kiln_kdesc **out_desc);
-
 /* Bytes of one stage of matvec_q with stages > 0 (matvec_q.cu.tmpl's
  * KILN_MB_STAGE): a set of warps / k_split * rows_per_group rows of the
  * widest member, from the 16-byte word at or below its first byte to the

@@ -16,11 +16,6 @@
  *     same step with fuse = false and against f64: every output the same
  *     within 1e-5 of the unfused step, and within the mode's tolerance of
  *     f64; the ADD's sum bit-exact;
- *   - a layer's gate (Q4_K) and up (Q6_K) projections with their SwiGLU as
- *     the launch's epilogue (swiglu_matvec = fused, matvec_q_swiglu), 33
- *     units of 32 rows under three shapes, against the group launch and
- *     swiglu_q: every output bit-identical, and the profile naming the
- *     fused launch;
  *   - a layer's RoPE of Q and K and its two cache stores as one step
  *     (rope_store: NEOX with a partial rotation, so dimensions pass
  *     through, at position 37 of a cache of 40 whose other positions hold
@@ -29,7 +24,6 @@
  * Every case is printed; each test asserts at its end. */
 #include "config.h"
 
-#include <errno.h>
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -42,7 +36,6 @@
 #include <cmocka.h>
 
 #include "gpu_common.h"
-#include "kiln/log.h"
 #include "testutil.h"
 
 static const kiln_type block_types[] = {KILN_TYPE_Q4_0, KILN_TYPE_Q5_0, KILN_TYPE_Q8_0,
@@ -199,27 +192,6 @@ static void test_matvec_q_every_type(void **state) {
       }
   printf("matvec_q: %d failures\n", bad);
   assert_int_equal(bad, 0);
-}
-
-/* stderr captured, at log level info (the profile table is an info line). */
-typedef struct stderr_capture {
-  kt_stderr cap;
-  kiln_log_level level;
-} stderr_capture;
-
-static void capture_stderr(stderr_capture *c) {
-  if (!kt_stderr_begin(&c->cap)) fail_msg("capturing stderr: %s", strerror(errno));
-  c->level = kiln_log_get_level();
-  kiln_log_set_level(KILN_LOG_INFO);
-}
-
-/* Ends the capture; the text it caught, echoed to stderr (malloc'd). */
-static char *release_stderr(stderr_capture *c) {
-  char *text = kt_stderr_end(&c->cap);
-  kiln_log_set_level(c->level);
-  if (!text) fail_msg("reading back the captured stderr");
-  fputs(text, stderr);
-  return text;
 }
 
 /* ---- a layer's nodes as one step ----------------------------------------- */
@@ -379,146 +351,6 @@ static void test_fused_layer(void **state) {
   assert_int_equal(bad, 0);
 }
 
-/* ---- gate and up with the SwiGLU as their launch's epilogue ------------- */
-
-#define SG_FF 1056 /* 33 units of 32: a set of rows straddles units, or holds several */
-
-enum { S_H, S_WG, S_G, S_WU, S_U, S_S, S_WD, S_D, N_S };
-
-/* gate (Q4_K) and up (Q6_K) of h, SWIGLU(gate, up), down (Q8_0) of it. */
-static void build_swiglu_layer(kg_graph *g, void **host) {
-  memset(g, 0, sizeof *g);
-  kg_rng r = kg_rng_new(77);
-  static const struct {
-    kiln_type type;
-    kiln_tensor_role role;
-    int64_t ne0, ne1;
-    const char *name;
-  } t[N_S] = {
-      {KILN_TYPE_F32, KILN_ROLE_ACTIVATION, H, 1, "ffn_norm"},
-      {KILN_TYPE_Q4_K, KILN_ROLE_WEIGHT, H, SG_FF, "blk.0.ffn_gate.weight"},
-      {KILN_TYPE_F32, KILN_ROLE_ACTIVATION, SG_FF, 1, "ffn_gate"},
-      {KILN_TYPE_Q6_K, KILN_ROLE_WEIGHT, H, SG_FF, "blk.0.ffn_up.weight"},
-      {KILN_TYPE_F32, KILN_ROLE_ACTIVATION, SG_FF, 1, "ffn_up"},
-      {KILN_TYPE_F32, KILN_ROLE_ACTIVATION, SG_FF, 1, "ffn_swiglu"},
-      {KILN_TYPE_Q8_0, KILN_ROLE_WEIGHT, SG_FF, H, "blk.0.ffn_down.weight"},
-      {KILN_TYPE_F32, KILN_ROLE_ACTIVATION, H, 1, "ffn_down"},
-  };
-  for (int i = 0; i < N_S; i++) {
-    g->t[i] = kg_tensor(i, t[i].type, t[i].role, t[i].ne0, t[i].ne1, 0, t[i].name);
-    host[i] = NULL;
-    if (t[i].role == KILN_ROLE_WEIGHT) {
-      host[i] = kg_pack_weight(t[i].type, t[i].ne0, t[i].ne1, 0, 0, &r);
-    } else if (i == S_H) {
-      float *v = kg_alloc(g->t[i].nbytes);
-      kg_fill(&r, v, H, -1.0, 1.0);
-      host[i] = v;
-    }
-    g->data[i] = host[i];
-  }
-  g->n_tensors = N_S;
-  kg_graph_node(g, KILN_OP_MUL_MAT, "blk.0.ffn_gate", S_WG, S_H, -1, S_G);
-  kg_graph_node(g, KILN_OP_MUL_MAT, "blk.0.ffn_up", S_WU, S_H, -1, S_U);
-  kg_graph_node(g, KILN_OP_SWIGLU, "blk.0.ffn_swiglu", S_G, S_U, -1, S_S);
-  kg_graph_node(g, KILN_OP_MUL_MAT, "blk.0.ffn_down", S_WD, S_S, -1, S_D);
-}
-
-/* f64 gate, up, SwiGLU and down from the f32 inputs. */
-static void swiglu_reference(const kg_graph *g, void *const *host, double *const *ref) {
-  const float *h = host[S_H];
-  const int w_id[2] = {S_WG, S_WU};
-  for (int m = 0; m < 2; m++) {
-    float *w = kg_dequant(g->t[w_id[m]].type, host[w_id[m]], H, SG_FF);
-    for (int n = 0; n < SG_FF; n++) {
-      double acc = 0;
-      for (int k = 0; k < H; k++) acc += (double)w[n * H + k] * h[k];
-      ref[m][n] = acc;
-    }
-    free(w);
-  }
-  for (int i = 0; i < SG_FF; i++) ref[2][i] = ref[0][i] / (1.0 + exp(-ref[0][i])) * ref[1][i];
-  float *wd = kg_dequant(g->t[S_WD].type, host[S_WD], SG_FF, H);
-  for (int n = 0; n < H; n++) {
-    double acc = 0;
-    for (int k = 0; k < SG_FF; k++) acc += (double)wd[n * SG_FF + k] * ref[2][k];
-    ref[3][n] = acc;
-  }
-  free(wd);
-}
-
-/* swiglu_matvec = fused (matvec_q_swiglu) against kernel (the group launch,
- * then swiglu_q) on the bulk-copy grid, in both quantized modes, with the
- * automatic shape and two forced ones whose sets of rows straddle the
- * 32-row units (12 rows) or hold two of them (64): gate, up, SwiGLU and
- * down bit-identical, and within the mode's tolerance of f64 (the SwiGLU
- * of f64 gate and up: its error is theirs); the profile names the fused
- * launch, so the comparison is not of one kernel with itself. */
-static void test_fused_swiglu_group(void **state) {
-  kg_graph g;
-  void *host[N_S];
-  build_swiglu_layer(&g, host);
-  static const int sg_outs[4] = {S_G, S_U, S_S, S_D};
-  double *ref[4];
-  float *got[2][4];
-  for (int i = 0; i < 4; i++) {
-    ref[i] = kg_alloc((size_t)g.t[sg_outs[i]].ne[0] * sizeof(double));
-    for (int v = 0; v < 2; v++) got[v][i] = kg_alloc(g.t[sg_outs[i]].nbytes);
-  }
-  swiglu_reference(&g, host, ref);
-  static const char *const shapes[] = {"auto", "8,2,3,1,2", "8,1,8,1,2"};
-  int bad = 0;
-  for (int mode = 1; mode < KG_N_MODES; mode++)
-    for (int b = 0; b < KG_N_BACKENDS; b++)
-      for (size_t sh = 0; sh < sizeof shapes / sizeof shapes[0]; sh++) {
-        for (int v = 0; v < 2; v++) {
-          const kiln_config_override extra[] = {
-              {kg_backends[b], "matvec_load", "bulk", "test"},
-              {kg_backends[b], "matvec_shape", shapes[sh], "test"},
-              {kg_backends[b], "swiglu_matvec", v ? "fused" : "kernel", "test"},
-              {kg_backends[b], "profile", "true", "test"},
-          };
-          stderr_capture cap = {0};
-          capture_stderr(&cap);
-          kiln_runtime *rt = kg_runtime_mode(kg_modes[mode], true, extra, 4);
-          kiln_backend *be = kg_backend_open(rt, kg_backends[b]);
-          kiln_status st = kg_run_graph(be, &g, 1, 0, sg_outs, 4, (void *const *)got[v]);
-          kiln_backend_close(be);
-          kiln_runtime_free(rt);
-          char *log = release_stderr(&cap);
-          const bool ran = strstr(log, "+swiglu [T=1]") != NULL;
-          free(log);
-          if (st) {
-            printf("  FAIL %-12s %-3s %-9s %s: %s\n", kg_backends[b], kg_modes[mode], shapes[sh],
-                   v ? "fused" : "kernel", kiln_status_message(st));
-            kiln_status_free(st);
-            bad++;
-          } else if (ran != (v == 1)) {
-            printf("  FAIL %-12s %-3s %-9s %s: the profile %s a matvec_q_swiglu launch\n",
-                   kg_backends[b], kg_modes[mode], shapes[sh], v ? "fused" : "kernel",
-                   ran ? "names" : "lacks");
-            bad++;
-          }
-        }
-        for (int i = 0; i < 4; i++) {
-          const kiln_tensor *t = &g.t[sg_outs[i]];
-          const kg_metrics vs_ref = kg_compare_f64(got[1][i], ref[i], t->ne[0]);
-          const bool same = memcmp(got[0][i], got[1][i], t->nbytes) == 0;
-          const bool ok = same && kg_close(&vs_ref, kg_mode_tol[mode]);
-          printf("  %-12s %-3s %-9s %-10s fused vs kernel %s, vs f64 rel L2 %.2e |ratio-1| %.2e%s\n",
-                 kg_backends[b], kg_modes[mode], shapes[sh], t->name,
-                 same ? "bit-identical" : "DIFFERENT", vs_ref.rel_l2,
-                 fabs(vs_ref.norm_ratio - 1), ok ? "" : "  FAIL");
-          bad += !ok;
-        }
-      }
-  for (int i = 0; i < 4; i++) {
-    free(ref[i]);
-    for (int v = 0; v < 2; v++) free(got[v][i]);
-  }
-  for (int i = 0; i < N_S; i++) free(host[i]);
-  assert_int_equal(bad, 0);
-}
-
 enum { R_Q, R_QO, R_K, R_KO, R_KC, R_V, R_VC, N_R };
 
 static void test_fused_rope_store(void **state) {
@@ -604,7 +436,6 @@ int main(void) {
       cmocka_unit_test(test_matvec_q_every_type),
       cmocka_unit_test(test_fused_layer),
       cmocka_unit_test(test_fused_rope_store),
-      cmocka_unit_test(test_fused_swiglu_group),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

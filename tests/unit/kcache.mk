@@ -88,9 +88,6 @@ tests_unit_test_kcache_guard_drop_LDADD = backends/cuda-common/libkilncudacommon
 # And every baked parameter of the integer tensor-core prefill GEMM (mmq:
 # mmq_type, quant, k, tile_m, tile_n, warps), each in mmq alone (quant, k
 # and warps are other templates' too, and would go red there first).
-# And the gate/up launch with the SwiGLU epilogue (matvec_q_swiglu): its
-# width ff (the epilogue's units), its stages and up's weight type, each in
-# matvec_q_swiglu alone (the latter two are matvec_q's too).
 # Each checks only the templates declaring its parameter (test_kcache_guard.c).
 kcache_guard_drop_sources = tests/unit/test_kcache_guard.c $(kcache_testhost) core/src/base/status.c \
 	$(kiln_kcache_sources)
@@ -109,7 +106,7 @@ kcache_guard_drop_more = tests/unit/test_kcache_guard_drop_l2_eps tests/unit/tes
 	tests/unit/test_kcache_guard_drop_k_merge tests/unit/test_kcache_guard_drop_kv_store \
 	tests/unit/test_kcache_guard_drop_kv_attention tests/unit/test_kcache_guard_drop_kv_split \
 	tests/unit/test_kcache_guard_drop_kv_rope_store \
-	$(kcache_guard_drop_flash) $(kcache_guard_drop_mmq) $(kcache_guard_drop_swiglu)
+	$(kcache_guard_drop_flash) $(kcache_guard_drop_mmq)
 check_PROGRAMS += $(kcache_guard_drop_more)
 TESTS += $(kcache_guard_drop_more)
 XFAIL_TESTS += $(kcache_guard_drop_more)
@@ -311,22 +308,3 @@ tests_unit_test_kcache_guard_drop_prefetch_mmq_CPPFLAGS = $(kcache_cuda_cppflags
 tests_unit_test_kcache_guard_drop_prefetch_mmq_CFLAGS = $(kcache_guard_drop_cflags)
 tests_unit_test_kcache_guard_drop_prefetch_mmq_LDADD = $(kcache_guard_drop_libs)
 endif
-
-kcache_guard_drop_swiglu = tests/unit/test_kcache_guard_drop_ff_swiglu \
-	tests/unit/test_kcache_guard_drop_stages_swiglu \
-	tests/unit/test_kcache_guard_drop_type1_swiglu
-tests_unit_test_kcache_guard_drop_ff_swiglu_SOURCES = $(kcache_guard_drop_sources)
-tests_unit_test_kcache_guard_drop_ff_swiglu_CPPFLAGS = $(kcache_cuda_cppflags) -DKILN_KCACHE_TEST_DROP_PARAM='"ff"' \
-	-DKILN_KCACHE_TEST_DROP_TEMPLATE='"matvec_q_swiglu"'
-tests_unit_test_kcache_guard_drop_ff_swiglu_CFLAGS = $(kcache_guard_drop_cflags)
-tests_unit_test_kcache_guard_drop_ff_swiglu_LDADD = $(kcache_guard_drop_libs)
-tests_unit_test_kcache_guard_drop_stages_swiglu_SOURCES = $(kcache_guard_drop_sources)
-tests_unit_test_kcache_guard_drop_stages_swiglu_CPPFLAGS = $(kcache_cuda_cppflags) -DKILN_KCACHE_TEST_DROP_PARAM='"stages"' \
-	-DKILN_KCACHE_TEST_DROP_TEMPLATE='"matvec_q_swiglu"'
-tests_unit_test_kcache_guard_drop_stages_swiglu_CFLAGS = $(kcache_guard_drop_cflags)
-tests_unit_test_kcache_guard_drop_stages_swiglu_LDADD = $(kcache_guard_drop_libs)
-tests_unit_test_kcache_guard_drop_type1_swiglu_SOURCES = $(kcache_guard_drop_sources)
-tests_unit_test_kcache_guard_drop_type1_swiglu_CPPFLAGS = $(kcache_cuda_cppflags) -DKILN_KCACHE_TEST_DROP_PARAM='"type1"' \
-	-DKILN_KCACHE_TEST_DROP_TEMPLATE='"matvec_q_swiglu"'
-tests_unit_test_kcache_guard_drop_type1_swiglu_CFLAGS = $(kcache_guard_drop_cflags)
-tests_unit_test_kcache_guard_drop_type1_swiglu_LDADD = $(kcache_guard_drop_libs)

@@ -253,31 +253,6 @@ static void compile_matvec_q(kiln_kcompiler *c, nodes *g, const char *arch) {
     check_kernel(d, &g->mm_q, arch);
     KT_ASSERT_OK(kiln_cuda_matvec_q_describe(h, c, &g->mm_q, &m[2], 1, &bulk[2], qs[qi], &d));
     check_kernel(d, &g->mm_q, arch);
-    /* gate and up with the SwiGLU as the epilogue (matvec_q_swiglu), where
-     * the width is whole 32-value blocks: the bulk shapes, an up of
-     * another block type, and what it refuses */
-    if (g->swiglu.dst->ne[0] % 32 == 0) {
-      kiln_cuda_mvq_member gu[2] = {kiln_cuda_mvq_member_of(&g->mm_q),
-                                    kiln_cuda_mvq_member_of(&g->mm_q)};
-      for (int j = 0; j < 2; j++) {
-        gu[j].rows = g->swiglu.dst->ne[0];
-        gu[j].bias = -1;
-      }
-      KT_ASSERT_OK(kiln_cuda_matvec_q_swiglu_describe(h, c, &g->swiglu, gu, &bulk[0], qs[qi], &d));
-      check_kernel(d, &g->swiglu, arch);
-      gu[1].w_type = m[2].w_type;
-      KT_ASSERT_OK(kiln_cuda_matvec_q_swiglu_describe(h, c, &g->swiglu, gu, &bulk[2], qs[qi], &d));
-      check_kernel(d, &g->swiglu, arch);
-      KT_ASSERT_ERR(kiln_cuda_matvec_q_swiglu_describe(h, c, &g->swiglu, gu, &mv[0], qs[qi], &d),
-                    KILN_STATUS_INVALID_ARGUMENT, "bulk-copy grid");
-      gu[1].bias = KILN_TYPE_F32;
-      KT_ASSERT_ERR(kiln_cuda_matvec_q_swiglu_describe(h, c, &g->swiglu, gu, &bulk[0], qs[qi], &d),
-                    KILN_STATUS_INVALID_ARGUMENT, "up (");
-      gu[1].bias = -1;
-      gu[0].rows -= 32;
-      KT_ASSERT_ERR(kiln_cuda_matvec_q_swiglu_describe(h, c, &g->swiglu, gu, &bulk[0], qs[qi], &d),
-                    KILN_STATUS_INVALID_ARGUMENT, "gate (");
-    }
     /* stages with a staged matrix, or several sets of rows a block: refused */
     m[0].staged = true;
     kiln_status st = kiln_cuda_matvec_q_describe(h, c, &g->mm_q, m, 3, &bulk[0], qs[qi], &d);

@@ -90,10 +90,6 @@ static const sample samples[] = {
     {"load1", KILN_KPARAM_STR, {0, 0}, {"direct", "staged"}},
     {"load2", KILN_KPARAM_STR, {0, 0}, {"direct", "staged"}},
     {"stages", KILN_KPARAM_I64, {0, 2}, {NULL, NULL}},
-    /* matvec_q_swiglu: stages 2..16 only (its grid is always the bulk one);
-     * "TEMPLATE.param" samples that template's parameter alone */
-    {"matvec_q_swiglu.stages", KILN_KPARAM_I64, {2, 3}, {NULL, NULL}},
-    {"ff", KILN_KPARAM_I64, {18944, 4864}, {NULL, NULL}},
     {"bias0", KILN_KPARAM_STR, {0, 0}, {"F32", "none"}},
     {"bias1", KILN_KPARAM_STR, {0, 0}, {"F16", "none"}},
     {"bias2", KILN_KPARAM_STR, {0, 0}, {"BF16", "none"}},
@@ -176,29 +172,17 @@ static bool template_in_scope(const char *name) {
 }
 #endif
 
-/* The sample named `name`, its type checked against p's; NULL if none. */
-static const sample *sample_named(const char *tmpl, const kiln_kparam_decl *p, const char *name) {
+static const sample *sample_for(const char *tmpl, const kiln_kparam_decl *p) {
   for (size_t i = 0; i < sizeof samples / sizeof samples[0]; i++)
-    if (strcmp(samples[i].name, name) == 0) {
+    if (strcmp(samples[i].name, p->name) == 0) {
       if (samples[i].type != p->type)
         fail_msg("template %s: parameter %s is %s here, the suite samples it as %s", tmpl,
                  p->name, kiln_kparam_type_name(p->type), kiln_kparam_type_name(samples[i].type));
       return &samples[i];
     }
+  fail_msg("template %s: no sample values for baked parameter %s: add two to samples[]", tmpl,
+           p->name);
   return NULL;
-}
-
-/* p's samples: "TEMPLATE.param" first (a template whose valid values
- * differ from the others'), then "param". */
-static const sample *sample_for(const char *tmpl, const kiln_kparam_decl *p) {
-  char own[128];
-  snprintf(own, sizeof own, "%s.%s", tmpl, p->name);
-  const sample *s = sample_named(tmpl, p, own);
-  if (!s) s = sample_named(tmpl, p, p->name);
-  if (!s)
-    fail_msg("template %s: no sample values for baked parameter %s: add two to samples[]", tmpl,
-             p->name);
-  return s;
 }
 
 static kiln_nvrtc nv; /* one NVRTC set-up (probe) for the whole suite */

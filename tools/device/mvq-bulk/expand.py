@@ -21,8 +21,8 @@ if tree:
     kd = os.path.join(os.environ['MVH_TREES'], tree)
 d.update(p)
 # kernel_templates.c's order for matvec_q
-parts = ['grid_dep.cuh', 'quant_mode.cuh', 'act_quant.cuh', 'matvec_q_prims.cuh',
-         'matvec_q_types.cuh', 'matvec_q_stage.cuh', 'matvec_q.cu', 'matvec_q_body.cuh']
+parts = ['grid_dep.cuh', 'quant_mode.cuh', 'act_quant.cuh', 'rmsnorm_common.cuh', 'matvec_q_prims.cuh',
+         'matvec_q_types.cuh', 'matvec_q_stage.cuh', 'matvec_q.cu']
 src = ''.join(open(f'{kd}/{f}.tmpl').read() + '\n' for f in parts)
 src = re.sub(r'\{\{(\w+)\}\}', lambda m: d[m.group(1)], src)
 # several expansions link into one program: no shared out-of-line symbols
