@@ -9,6 +9,8 @@ tests_gpu_libkilngputest_la_CFLAGS = $(TEST_CFLAGS)
 
 kiln_gpu_tests = tests/gpu/test_gpu_ops tests/gpu/test_gpu_rmsnorm tests/gpu/test_gpu_golden \
 	tests/gpu/test_gpu_qwen35 tests/gpu/test_gpu_bounds tests/gpu/test_gpu_matvec_q \
+	tests/gpu/test_gpu_matvec_q_direct tests/gpu/test_gpu_matvec_q_staged \
+	tests/gpu/test_gpu_matvec_q_bulk \
 	tests/gpu/test_gpu_attention tests/gpu/test_gpu_flash tests/gpu/test_gpu_kv_types
 check_PROGRAMS += $(kiln_gpu_tests)
 TESTS += $(kiln_gpu_tests)
@@ -39,9 +41,26 @@ tests_gpu_test_gpu_kv_types_SOURCES = tests/gpu/test_gpu_kv_types.c
 tests_gpu_test_gpu_kv_types_CFLAGS = $(TEST_CFLAGS)
 tests_gpu_test_gpu_kv_types_LDADD = $(kiln_gpu_test_libs)
 
+# One source, four programs (MQ_PART): every block type read directly,
+# staged and by bulk copies (most of the NVRTC compiles), then the rest
+# (the fused layer, rope_store), so that `make check -j` runs them side by
+# side; test_gpu_matvec_q is the last part.
 tests_gpu_test_gpu_matvec_q_SOURCES = tests/gpu/test_gpu_matvec_q.c
+tests_gpu_test_gpu_matvec_q_CPPFLAGS = $(AM_CPPFLAGS) -DMQ_PART=3
 tests_gpu_test_gpu_matvec_q_CFLAGS = $(TEST_CFLAGS)
 tests_gpu_test_gpu_matvec_q_LDADD = $(kiln_gpu_test_libs)
+tests_gpu_test_gpu_matvec_q_direct_SOURCES = tests/gpu/test_gpu_matvec_q.c
+tests_gpu_test_gpu_matvec_q_direct_CPPFLAGS = $(AM_CPPFLAGS) -DMQ_PART=0
+tests_gpu_test_gpu_matvec_q_direct_CFLAGS = $(TEST_CFLAGS)
+tests_gpu_test_gpu_matvec_q_direct_LDADD = $(kiln_gpu_test_libs)
+tests_gpu_test_gpu_matvec_q_staged_SOURCES = tests/gpu/test_gpu_matvec_q.c
+tests_gpu_test_gpu_matvec_q_staged_CPPFLAGS = $(AM_CPPFLAGS) -DMQ_PART=1
+tests_gpu_test_gpu_matvec_q_staged_CFLAGS = $(TEST_CFLAGS)
+tests_gpu_test_gpu_matvec_q_staged_LDADD = $(kiln_gpu_test_libs)
+tests_gpu_test_gpu_matvec_q_bulk_SOURCES = tests/gpu/test_gpu_matvec_q.c
+tests_gpu_test_gpu_matvec_q_bulk_CPPFLAGS = $(AM_CPPFLAGS) -DMQ_PART=2
+tests_gpu_test_gpu_matvec_q_bulk_CFLAGS = $(TEST_CFLAGS)
+tests_gpu_test_gpu_matvec_q_bulk_LDADD = $(kiln_gpu_test_libs)
 
 tests_gpu_test_gpu_attention_SOURCES = tests/gpu/test_gpu_attention.c
 tests_gpu_test_gpu_attention_CFLAGS = $(TEST_CFLAGS)
