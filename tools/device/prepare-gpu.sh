@@ -23,4 +23,16 @@ rm -f ./kiln-*.tar.gz
 make dist >/dev/null
 mv ./kiln-*.tar.gz "$out/"
 cp "$src/tools/device/on-device-gpu.sh" "$out/"
+# The kernel tracer (tools/device/kernel-trace/): built here against the
+# toolkit's CUPTI, with that libcupti beside it (the GPU machine's CUDA may
+# lack it); left out, saying so, where this machine has no CUPTI.
+cuda=${CUDA_HOME:-/usr/local/cuda}
+if [ -f "$cuda/include/cupti.h" ] && ls "$cuda"/lib64/libcupti.so.* > /dev/null 2>&1; then
+  mkdir -p "$out/trace"
+  gcc -std=c11 -O2 -fPIC -shared -I"$cuda/include" "$src/tools/device/kernel-trace/trace.c" \
+    -o "$out/trace/libkilntrace.so" -L"$cuda/lib64" -lcupti -Wl,-rpath,'$ORIGIN'
+  cp -L "$cuda"/lib64/libcupti.so.[0-9]* "$out/trace/"
+else
+  echo "no CUPTI under $cuda: .device has no kernel tracer"
+fi
 du -sh "$out"; ls "$out"
