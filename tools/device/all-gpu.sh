@@ -25,7 +25,9 @@
 #            `kiln bench` on the three CUDA backends on that one file, and
 #            `kiln bench` on cuda-batched with profile = true, once with
 #            graph = false (the per-node table) and once with graph = true
-#            (BENCH=0: none of these). WHILE_PEER="cmd" runs cmd in the
+#            (BENCH=0: none of these), and the kernel timeline of
+#            cuda-batched's decode (tools/device/kernel-trace; TRACE=0:
+#            not). WHILE_PEER="cmd" runs cmd in the
 #            build tree between tracks B and A (the GPU is idle while
 #            llama.cpp builds), its log in $OUT/while-peer.log.
 # Each stage checks the time left (DEADLINE seconds from the start, default
@@ -156,6 +158,16 @@ else
     grep -E 'decode|steps of one|host|captured|matvec|mul_mat|rms_norm|rope|attention|swiglu|quantize|store_kv|get_rows' \
       "$work/prof-$g.txt" | grep -v 'T>1' | head -40 | sed 's/^kiln\[[a-z0-9-]*\]: info: //' | tee -a "$summary"
   done
+fi
+if [ -x $K ] && [ -f "$root/.device/trace/libkilntrace.so" ] && [ "${TRACE:-1}" = 1 ]; then
+  if [ "$(left)" -lt 60 ]; then
+    say "$(left) s left: the kernel trace is skipped"
+  else
+    say "kernel trace: cuda-batched decode under CUPTI (tools/device/kernel-trace)"
+    (cd $B && OUT=$work TRACE_BACKENDS=cuda-batched timeout $(( $(left) - 10 )) \
+      bash "$root/tools/device/kernel-trace/run.sh") > "$out/trace.log" 2>&1
+    grep -vE '^kiln\[' "$out/trace.log" | head -30 | tee -a "$summary"
+  fi
 fi
 say "done; exit status: GPU suites and sanitizer $gpu_rc"
 exit $gpu_rc
