@@ -238,4 +238,16 @@
            "multi-GPU path exists, naming what is missing first (libnccl.so.2, " \
            "devices)"}
 
+/* cuda-serial's keys, in one place: its plugin and the test-only
+ * kiln-cuda-stale (tests/plugins, cuda-serial with a stale graph replay)
+ * declare the same list, so a key cuda-common reads is never undeclared in
+ * one of them (that is an internal error at every open). */
+#define KILN_CUDA_SERIAL_KEYS                                                          \
+  KILN_CUDA_KEY_DEVICE, KILN_CUDA_KEY_POISON, KILN_CUDA_KEY_PROFILE,                   \
+      KILN_CUDA_KEY_ACTIVATIONS, KILN_CUDA_KEY_RECURRENT_GUARD_SERIAL,                 \
+      KILN_CUDA_KEY_MATVEC_LOAD, KILN_CUDA_KEY_MATVEC_SHAPE, KILN_CUDA_KEY_ATTENTION_SPLITS, \
+      KILN_CUDA_KEY_ATTENTION_MERGE, KILN_CUDA_KEY_DECODE_ATTENTION, KILN_CUDA_KEY_FUSE,  \
+      KILN_CUDA_KEY_GRAPH, KILN_CUDA_KEY_PDL, KILN_CUDA_KEY_DEVICES,                    \
+      KILN_CUDA_KEY_TENSOR_PARALLEL
+
 #endif

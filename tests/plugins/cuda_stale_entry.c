@@ -10,12 +10,8 @@
 #include "cuda_backend.h"
 #include "cuda_config_keys.h"
 
-static const kiln_config_key keys[] = {KILN_CUDA_KEY_DEVICE, KILN_CUDA_KEY_POISON,
-                                       KILN_CUDA_KEY_PROFILE, KILN_CUDA_KEY_ACTIVATIONS, KILN_CUDA_KEY_MATVEC_LOAD,
-                                       KILN_CUDA_KEY_MATVEC_SHAPE, KILN_CUDA_KEY_ATTENTION_SPLITS,
-                                       KILN_CUDA_KEY_ATTENTION_MERGE,
-                                       KILN_CUDA_KEY_FUSE, KILN_CUDA_KEY_GRAPH, KILN_CUDA_KEY_PDL,
-                                       KILN_CUDA_KEY_DEVICES, KILN_CUDA_KEY_TENSOR_PARALLEL};
+/* cuda-serial's keys: cuda-common reads them all at open() */
+static const kiln_config_key keys[] = {KILN_CUDA_SERIAL_KEYS};
 
 KILN_CUDA_PLUGIN_ENTRY("cuda-stale",
                        "TEST ONLY: cuda-serial whose captured decode step replays stale positions",

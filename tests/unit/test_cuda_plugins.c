@@ -85,6 +85,27 @@ static void test_load_and_probe(void **state) {
 }
 
 /* Planning on an unavailable CUDA backend fails with the probe's reason. */
+/* cuda-common reads every key of cuda-serial's list (KILN_CUDA_SERIAL_KEYS,
+ * which the test-only kiln-cuda-stale shares) at open(): the other CUDA
+ * plugins declare each of them too, or their opens log an internal error
+ * for it and take no value. */
+static void test_common_keys(void **state) {
+  kiln_plugin_registry *r;
+  KT_ASSERT_OK(kiln_plugin_registry_new(getenv("KILN_PLUGIN_PATH"), &r));
+  kiln_plugin *p;
+  KT_ASSERT_OK(kiln_plugin_registry_get(r, "cuda-serial", &p));
+  const kiln_backend_ops *serial = kiln_plugin_entry(p);
+  for (size_t i = 1; i < 3; i++) {
+    KT_ASSERT_OK(kiln_plugin_registry_get(r, names[i], &p));
+    const kiln_backend_ops *e = kiln_plugin_entry(p);
+    for (uint32_t k = 0; k < serial->n_config_keys; k++)
+      if (!has_key(e, serial->config_keys[k].name))
+        fail_msg("%s does not declare [%s] %s, which cuda-common reads", names[i], names[i],
+                 serial->config_keys[k].name);
+  }
+  kiln_plugin_registry_free(r);
+}
+
 static void test_plan_unavailable(void **state) {
   if (have_driver()) {
     printf("a driver is present here: nothing to refuse\n");
@@ -360,6 +381,7 @@ int main(void) {
       cmocka_unit_test(test_plan_unavailable),
       cmocka_unit_test(test_cc120_lower_cc),
       cmocka_unit_test(test_config_keys),
+      cmocka_unit_test(test_common_keys),
       cmocka_unit_test(test_tensor_parallel_refused),
       cmocka_unit_test(test_open_refusal_names_origin),
       cmocka_unit_test(test_conf_files),
