@@ -84,7 +84,6 @@ static void test_load_and_probe(void **state) {
   kiln_plugin_registry_free(r);
 }
 
-/* Planning on an unavailable CUDA backend fails with the probe's reason. */
 /* cuda-common reads every key of cuda-serial's list (KILN_CUDA_SERIAL_KEYS,
  * which the test-only kiln-cuda-stale shares) at open(): the other CUDA
  * plugins declare each of them too, or their opens log an internal error
@@ -106,6 +105,7 @@ static void test_common_keys(void **state) {
   kiln_plugin_registry_free(r);
 }
 
+/* Planning on an unavailable CUDA backend fails with the probe's reason. */
 static void test_plan_unavailable(void **state) {
   if (have_driver()) {
     printf("a driver is present here: nothing to refuse\n");

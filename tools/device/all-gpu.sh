@@ -160,9 +160,10 @@ else
   done
 fi
 if [ -x $K ] && [ -f "$root/.device/trace/libkilntrace.so" ] && [ "${TRACE:-1}" = 1 ]; then
-  if [ "$(left)" -lt 60 ]; then
+  if [ "$(left)" -lt 120 ]; then
     say "$(left) s left: the kernel trace is skipped"
   else
+    # the table comes back in trace.log (and the summary); the CSV stays there
     say "kernel trace: cuda-batched decode under CUPTI (tools/device/kernel-trace)"
     (cd $B && OUT=$work TRACE_BACKENDS=cuda-batched timeout $(( $(left) - 10 )) \
       bash "$root/tools/device/kernel-trace/run.sh") > "$out/trace.log" 2>&1

@@ -33,7 +33,7 @@ for be in ${AB_BACKENDS:-cuda-batched cuda-serial}; do
       printf '[%s]\n%s = %s\n[cuda-cc120]\nallow_lower_cc = true\n' "$be" "$key" "$v" > "$out/key-ab.ini"
       printf -- '-- %s %s = %s (round %s): ' "$be" "$key" "$v" "$r"
       timeout 120 $K bench -m $M -B "$be" --config "$out/key-ab.ini" -p 0 -n 128 -r 3 2>&1 |
-        grep -E 'tg128|error' | awk -F'|' '{ print $8 }'
+        grep -E 'tg128|error' | awk -F'|' '{ print (NF > 1 ? $8 : $0) }'
     done
   done
 done

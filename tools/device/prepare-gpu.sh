@@ -27,11 +27,12 @@ cp "$src/tools/device/on-device-gpu.sh" "$out/"
 # toolkit's CUPTI, with that libcupti beside it (the GPU machine's CUDA may
 # lack it); left out, saying so, where this machine has no CUPTI.
 cuda=${CUDA_HOME:-/usr/local/cuda}
-if [ -f "$cuda/include/cupti.h" ] && ls "$cuda"/lib64/libcupti.so.* > /dev/null 2>&1; then
+cupti_so=$(objdump -p "$cuda/lib64/libcupti.so" 2> /dev/null | awk '/SONAME/ { print $2 }')
+if [ -f "$cuda/include/cupti.h" ] && [ -n "$cupti_so" ]; then
   mkdir -p "$out/trace"
   gcc -std=c11 -O2 -fPIC -shared -I"$cuda/include" "$src/tools/device/kernel-trace/trace.c" \
     -o "$out/trace/libkilntrace.so" -L"$cuda/lib64" -lcupti -Wl,-rpath,'$ORIGIN'
-  cp -L "$cuda"/lib64/libcupti.so.[0-9]* "$out/trace/"
+  cp -L "$cuda/lib64/$cupti_so" "$out/trace/" # the soname alone (one copy of 4 MB)
 else
   echo "no CUPTI under $cuda: .device has no kernel tracer"
 fi

@@ -34,5 +34,5 @@ for b in ${TRACE_BACKENDS:-cuda-batched cuda-serial}; do
   echo "== $b on $(basename "$M"), ${TRACE_CONFIG:-default config}: kiln bench -p 0 -n 64 under CUPTI"
   KILN_TRACE_OUT=$out/trace-$b.csv CUDA_INJECTION64_PATH=$lib timeout 300 \
     $K bench -m "$M" -B "$b" --config "$out/trace.ini" -p 0 -n 64 -r 1 2>&1 | grep -E 'tg64|error|CUPTI'
-  python3 "$here/summarize.py" "$out/trace-$b.csv" | tee "$out/trace-$b.txt" | head -40
+  python3 "$here/summarize.py" "$out/trace-$b.csv" | tee "$out/trace-$b.txt" | head -60
 done
