@@ -38,6 +38,8 @@
 #include "gpu_common.h"
 #include "testutil.h"
 
+/* ---- every block type (MQ_PART 0..2) ----------------------------------- */
+#if !defined(MQ_PART) || MQ_PART < 3
 static const kiln_type block_types[] = {KILN_TYPE_Q4_0, KILN_TYPE_Q5_0, KILN_TYPE_Q8_0,
                                         KILN_TYPE_Q4_K, KILN_TYPE_Q5_K, KILN_TYPE_Q6_K};
 #define N_BLOCK_TYPES (sizeof block_types / sizeof block_types[0])
@@ -155,7 +157,6 @@ static int matvec_case(kiln_backend *be, int mode, kiln_type type, int64_t K, bo
   return bad;
 }
 
-#if !defined(MQ_PART) || MQ_PART < 3
 /* The three ways of reading the weights (matvec_load: each lane its
  * bytes, 16-byte loads staged through shared memory, or bulk copies into
  * the stages of persistent blocks), each with the chosen shape and with 3
@@ -379,7 +380,7 @@ static void test_fused_rope_store(void **state) {
     g.data[i] = host[i];
   }
   g.n_tensors = N_R;
-  const kiln_rope_params rp = {KILN_ROPE_NEOX, n_rot, hd, nh, 1000000.0f};
+  const kiln_rope_params rp = {KILN_ROPE_NEOX, n_rot, hd, nh, 1000000.0f, {0, 0, 0, 0}};
   kg_graph_node(&g, KILN_OP_ROPE, "blk.0.rope_q", R_Q, -1, -1, R_QO)->p.rope = rp;
   kiln_node *rk = kg_graph_node(&g, KILN_OP_ROPE, "blk.0.rope_k", R_K, -1, -1, R_KO);
   rk->p.rope = rp;
