@@ -105,7 +105,7 @@ if [ -n "${WHILE_PEER:-}" ] && [ -x $B/cli/kiln ] && [ "$(left)" -gt $(( ${WHILE
   # The GPU is idle while llama.cpp builds: a command of the caller's, in the build tree.
   say "while track A runs: $WHILE_PEER (at most $(( $(left) - ${WHILE_PEER_RESERVE:-180} )) s)"
   (cd $B && OUT=$work timeout $(( $(left) - ${WHILE_PEER_RESERVE:-180} )) bash -c "$WHILE_PEER") > "$out/while-peer.log" 2>&1
-  say "exit $?"; grep -E '^(==|--|parity:|FAIL|logits|\| )' "$out/while-peer.log" | tee -a "$summary"
+  say "exit $?"; grep -E '^(==|--|parity:|FAIL|logits|golden|\| )| round [0-9]+: | mean ' "$out/while-peer.log" | tee -a "$summary"
 fi
 say "track B done (exit $gpu_rc); waiting for track A"
 [ -n "$peer" ] && wait $peer
