@@ -33,6 +33,25 @@ char *kt_mkdtemp(const char *tag);
 /* Removes a folder tree made by kt_mkdtemp (best effort). */
 void kt_rm_rf(const char *path);
 
+/* A suite's group fixture around one temporary folder: defines `static
+ * char *dir` and the static functions setup (makes it with kt_mkdtemp(tag),
+ * -1 when it cannot) and teardown (removes it), for
+ * cmocka_run_group_tests(tests, setup, teardown). */
+#define KT_TMPDIR_FIXTURE(tag)                                                \
+  static char *dir;                                                           \
+  static int setup(void **state) {                                            \
+    (void)state;                                                              \
+    dir = kt_mkdtemp(tag);                                                    \
+    return dir ? 0 : -1;                                                      \
+  }                                                                           \
+  static int teardown(void **state) {                                         \
+    (void)state;                                                              \
+    kt_rm_rf(dir);                                                            \
+    free(dir);                                                                \
+    dir = NULL;                                                               \
+    return 0;                                                                 \
+  }
+
 /* Writes size bytes to path (truncating); false on error. */
 bool kt_write_file(const char *path, const void *data, size_t size);
 

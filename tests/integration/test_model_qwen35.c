@@ -21,20 +21,7 @@
 #include "kiln/synth.h"
 #include "testutil.h"
 
-static char *dir;
-
-static int setup(void **state) {
-  (void)state;
-  dir = kt_mkdtemp("model-qwen35");
-  return dir ? 0 : -1;
-}
-
-static int teardown(void **state) {
-  (void)state;
-  kt_rm_rf(dir);
-  free(dir);
-  return 0;
-}
+KT_TMPDIR_FIXTURE("model-qwen35")
 
 static const char *synth(const char *name, const char *pattern, bool tied) {
   static char path[4096];

@@ -16,20 +16,7 @@
 #include "kiln/kcache.h"
 #include "testutil.h"
 
-static char *dir;
-
-static int setup(void **state) {
-  (void)state;
-  dir = kt_mkdtemp("config");
-  return dir ? 0 : -1;
-}
-
-static int teardown(void **state) {
-  (void)state;
-  kt_rm_rf(dir);
-  free(dir);
-  return 0;
-}
+KT_TMPDIR_FIXTURE("config")
 
 static char *write_ini(const char *name, const char *text) {
   static char path[4096];

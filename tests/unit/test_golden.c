@@ -15,20 +15,7 @@
 #include "kiln/golden.h"
 #include "testutil.h"
 
-static char *dir;
-
-static int setup(void **state) {
-  (void)state;
-  dir = kt_mkdtemp("golden");
-  return dir ? 0 : -1;
-}
-
-static int teardown(void **state) {
-  (void)state;
-  kt_rm_rf(dir);
-  free(dir);
-  return 0;
-}
+KT_TMPDIR_FIXTURE("golden")
 
 static const char *write_golden(const char *text) {
   static char path[4096];

@@ -32,20 +32,7 @@
 #include "kiln/synth.h"
 #include "testutil.h"
 
-static char *dir;
-
-static int setup(void **state) {
-  (void)state;
-  dir = kt_mkdtemp("kvcache");
-  return dir ? 0 : -1;
-}
-
-static int teardown(void **state) {
-  (void)state;
-  kt_rm_rf(dir);
-  free(dir);
-  return 0;
-}
+KT_TMPDIR_FIXTURE("kvcache")
 
 static uint64_t rng_state = 0x9e3779b97f4a7c15ull;
 static uint64_t rng_next(void) {

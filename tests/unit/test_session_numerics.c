@@ -27,20 +27,7 @@
 #include "kiln/synth.h"
 #include "testutil.h"
 
-static char *dir;
-
-static int setup(void **state) {
-  (void)state;
-  dir = kt_mkdtemp("numerics");
-  return dir ? 0 : -1;
-}
-
-static int teardown(void **state) {
-  (void)state;
-  kt_rm_rf(dir);
-  free(dir);
-  return 0;
-}
+KT_TMPDIR_FIXTURE("numerics")
 
 /* A small untied llama model at dir/name (no vocabulary: sessions take ids). */
 static const char *synth(const char *name, uint32_t n_ctx) {
