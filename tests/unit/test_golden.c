@@ -112,6 +112,24 @@ static void test_ids_beyond_n_names_their_lines(void **state) {
   expect_error("[a]\nprompt = \"x\"\nids = 1\nn = 0\n", 4, "[a] n: must be 1..65536");
 }
 
+/* Blanks inih skips and the reader once did not (\f, \v): a section after
+ * them loaded its keys into no case (a crash) or the case before; now it
+ * is a case of its own. After a key, a line led by any blank continues the
+ * key's value, for the reader as for inih: "\v[b]" there is not a case. */
+static void test_sections_after_any_blank(void **state) {
+  (void)state;
+  kiln_golden *g;
+  KT_ASSERT_OK(kiln_golden_load(
+      write_golden("\f[a]\nprompt = \"x\"\nn = 1\nids = 1\n[b]\nprompt = \"y\"\nn = 1\nids = 2\n"), &g));
+  assert_int_equal(g->n_cases, 2);
+  assert_string_equal(g->cases[0].name, "a");
+  assert_int_equal(g->cases[0].ids[0], 1);
+  assert_string_equal(g->cases[1].name, "b");
+  kiln_golden_free(g);
+  expect_error("[a]\nprompt = \"x\"\nn = 1\nids = 1\n\v[b]\n", 5, "[a] ids");
+  expect_error("[a]\nprompt = \"x\"\nn = 1\nids = 1\n  [b]\n", 5, "[a] ids");
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_loads_the_shipped_set),
@@ -120,6 +138,7 @@ int main(void) {
       cmocka_unit_test(test_empty_case),
       cmocka_unit_test(test_top_cut_short),
       cmocka_unit_test(test_ids_beyond_n_names_their_lines),
+      cmocka_unit_test(test_sections_after_any_blank),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -14,6 +14,7 @@
 #include <strings.h>
 #include <sys/stat.h>
 
+#include "../base/ini_section.h"
 #include "../base/open_regular.h"
 #include "config_internal.h"
 
@@ -307,6 +308,7 @@ typedef struct parse_state {
   char header[50];     /* inih's MAX_SECTION, its own limit on a name */
   int header_line;     /* 0: no header waiting for a key */
   int section_line;    /* the line of the section the keys now read are in */
+  bool after_key;      /* a key was read since the last section line (inih's prev_name) */
 } parse_state;
 
 static void set_error(parse_state *ps, kiln_status st) {
@@ -329,25 +331,17 @@ static void keep_bare_header(parse_state *ps) {
   if (st) set_error(ps, st);
 }
 
-/* inih calls the handler only for keys: Debian's libinih is built without
- * INI_CALL_HANDLER_ON_NEW_SECTION (a define of ours cannot change the
- * library), so a section line no key follows would be accepted unread.
- * The reader notes each line that inih will take as a section (blanks,
- * and a BOM on line 1, skipped; the name up to ']'), and on_entry clears
- * it when a key comes. A line inih refuses fails the load anyway. */
+/* inih calls the handler only for keys (ini_section.h): the reader notes
+ * each line that inih will take as a section, and on_entry clears it when
+ * a key comes. A line inih refuses fails the load anyway. */
 static void note_header(parse_state *ps, const char *line) {
-  const char *p = line;
-  if (ps->line == 1 && !strncmp(p, "\xEF\xBB\xBF", 3)) p += 3;
-  while (*p == ' ' || *p == '\t' || *p == '\r' || *p == '\f' || *p == '\v') p++;
-  const char *end = *p == '[' ? strchr(p + 1, ']') : NULL;
-  if (!end) return;
+  char name[sizeof ps->header];
+  if (!kiln__ini_section_line(line, ps->line, ps->after_key, name, sizeof name)) return;
   keep_bare_header(ps);
-  size_t n = (size_t)(end - p - 1);
-  if (n >= sizeof ps->header) n = sizeof ps->header - 1;
-  memcpy(ps->header, p + 1, n);
-  ps->header[n] = '\0';
+  memcpy(ps->header, name, sizeof name);
   ps->header_line = ps->line;
   ps->section_line = ps->line;
+  ps->after_key = false;
 }
 
 /* fgets() with the length kept: inih reads each line as a C string, so a
@@ -365,7 +359,7 @@ static char *read_line(char *buf, int size, void *stream) {
   if (n == 0) return NULL;
   buf[n] = '\0';
   ps->line++;
-  ps->indented = buf[0] == ' ' || buf[0] == '\t';
+  ps->indented = kiln__ini_indented(buf);
   if (nul) {
     set_error(ps, kiln_status_new(KILN_STATUS_INVALID_ARGUMENT,
                                   "%s:%d: a NUL byte at column %d (a configuration file is text; "
@@ -390,6 +384,7 @@ static int on_entry(void *user, const char *section, const char *name, const cha
   parse_state *ps = user;
   if (!name) return 1; /* a bare [section] line: note_header has it */
   ps->header_line = 0;  /* the section has a key: checked through it */
+  ps->after_key = true;
   char origin[4096 + 32];
   snprintf(origin, sizeof origin, "%s:%d", ps->path, ps->line);
   if (!*section) {
@@ -430,7 +425,7 @@ kiln_status kiln__config_load_stream(kiln_config *c, FILE *f, const char *path) 
    * config means the same whatever the current directory. */
   const char *slash = strrchr(path, '/');
   parse_state ps = {c, f, path, slash ? strndup(path, (size_t)(slash - path)) : strdup("."), 0, NULL, 0, false,
-                    "", 0, 0};
+                    "", 0, 0, false};
   int rc = ini_parse_stream(read_line, &ps, on_entry, &ps);
   keep_bare_header(&ps);
   free(ps.dir);

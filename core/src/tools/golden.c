@@ -2,6 +2,7 @@
 #include "config.h"
 
 #include "kiln/golden.h"
+#include "../base/ini_section.h"
 #include "../base/open_regular.h"
 
 #include <errno.h>
@@ -48,19 +49,13 @@ static void flush_header(parse *p) {
   if (!p->err) p->err = add_case(p, p->header, line);
 }
 
-/* Notes a line inih will take as a section header: the first non-blank
- * byte is '[' and it is not an indented line continuing a key's value. */
+/* Notes a line inih will take as a section header (ini_section.h; an
+ * indented line after a key continues its value). */
 static void note_header(parse *p, const char *line) {
-  const char *s = line;
-  if (p->line == 1 && !strncmp(s, "\xEF\xBB\xBF", 3)) s += 3;
-  while (*s == ' ' || *s == '\t' || *s == '\r') s++;
-  if (*s != '[' || (p->indented && p->last_key[0])) return;
+  char name[sizeof p->header];
+  if (!kiln__ini_section_line(line, p->line, p->last_key[0] != 0, name, sizeof name)) return;
   flush_header(p);
-  const char *end = strchr(s + 1, ']');
-  size_t n = end ? (size_t)(end - s - 1) : strlen(s + 1);
-  if (n >= sizeof p->header) n = sizeof p->header - 1;
-  memcpy(p->header, s + 1, n);
-  p->header[n] = 0;
+  memcpy(p->header, name, sizeof name);
   p->header_line = p->line;
   p->last_key[0] = 0;
 }
@@ -78,7 +73,7 @@ static char *reader(char *buf, int size, void *stream) {
                                p->g->path, p->line, size - 2);
     return NULL;
   }
-  p->indented = buf[0] == ' ' || buf[0] == '\t';
+  p->indented = kiln__ini_indented(buf);
   note_header(p, buf);
   return r;
 }
@@ -328,6 +323,12 @@ static int handler(void *user, const char *section, const char *key, const char 
     int line = p->header_line;
     p->header_line = 0;
     if ((p->err = add_case(p, section, line))) return 0;
+  }
+  if (!g->n_cases || strcmp(g->cases[g->n_cases - 1].name, section) != 0) {
+    /* ini_section.h and inih disagree on a line: never a key in the wrong case */
+    p->err = kiln_status_new(KILN_STATUS_INTERNAL, "%s:%d: [%s] %s: its section's line was not seen", g->path,
+                             p->line, section, key);
+    return 0;
   }
   kiln_status st = on_key(p, &g->cases[g->n_cases - 1], &p->lines[g->n_cases - 1], key, value);
   if (st) p->err = kiln_status_annotate(st, "%s:%d: [%s] %s", g->path, p->line, section, key);
